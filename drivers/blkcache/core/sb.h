@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Superblock codec: pack, unpack and validate struct bkc_sb.
+ */
+#ifndef _BKC_SB_H
+#define _BKC_SB_H
+
+#include "bkc_port.h"
+
+/* CPU-endian view of struct bkc_sb. */
+struct bkc_sb_info {
+	u32	version;
+	u64	seq;
+	u64	feature_compat;
+	u64	feature_ro_compat;
+	u64	feature_incompat;
+	u8	uuid[BKC_UUID_SIZE];
+	u8	set_uuid[BKC_UUID_SIZE];
+	char	label[BKC_LABEL_SIZE + 1];	/* always NUL terminated */
+	u32	dev_type;
+	u32	flags;
+	u32	block_size;
+	u32	bucket_size;
+	u64	dev_size;
+
+	u64	nbuckets;
+	u64	first_bucket;
+	u32	nr_journal_buckets;
+	u64	journal_buckets[BKC_SB_MAX_JOURNAL_BUCKETS];
+
+	u64	data_offset;
+	u32	cache_mode;
+	u32	state;
+};
+
+/* Default backing data offset when the device reports no io_opt. */
+#define BKC_DATA_OFFSET_DEFAULT		(1ULL << 20)
+/* Usable buckets left after the superblock and journal, at the least. */
+#define BKC_DATA_BUCKETS_MIN		64ULL
+
+u32 bkc_sb_csum(const struct bkc_sb *raw);
+void bkc_sb_pack(const struct bkc_sb_info *sb, struct bkc_sb *raw);
+void bkc_sb_unpack(const struct bkc_sb *raw, struct bkc_sb_info *sb);
+
+int bkc_sb_validate(const struct bkc_sb_info *sb, u64 dev_bytes,
+		    const char **why);
+int bkc_sb_decode(const struct bkc_sb *raw, u64 dev_bytes,
+		  struct bkc_sb_info *sb, const char **why);
+
+int bkc_sb_init_cache(struct bkc_sb_info *sb, u64 dev_bytes,
+		      const char **why);
+int bkc_sb_init_backing(struct bkc_sb_info *sb, u64 dev_bytes, u64 io_opt,
+			const char **why);
+
+bool bkc_uuid_is_zero(const u8 *uuid);
+const char *bkc_dev_type_name(u32 type);
+const char *bkc_cache_mode_name(u32 mode);
+const char *bkc_state_name(u32 state);
+int bkc_cache_mode_parse(const char *s, size_t len);
+
+#endif /* _BKC_SB_H */
