@@ -34,7 +34,9 @@ static_assert(offsetof(struct bkc_sb, nr_journal_buckets) == 0x098);
 static_assert(offsetof(struct bkc_sb, data_offset) == 0x0a0);
 static_assert(offsetof(struct bkc_sb, cache_mode) == 0x0a8);
 static_assert(offsetof(struct bkc_sb, state) == 0x0ac);
-static_assert(offsetof(struct bkc_sb, reserved) == 0x0b0);
+static_assert(offsetof(struct bkc_sb, replacement) == 0x0b0);
+static_assert(offsetof(struct bkc_sb, pad1) == 0x0b4);
+static_assert(offsetof(struct bkc_sb, reserved) == 0x0b8);
 static_assert(offsetof(struct bkc_sb, journal_buckets) == 0x200);
 static_assert(offsetof(struct bkc_sb, pad_end) == 0xa00);
 
@@ -74,6 +76,7 @@ void bkc_sb_pack(const struct bkc_sb_info *sb, struct bkc_sb *raw)
 	raw->data_offset = cpu_to_le64(sb->data_offset);
 	raw->cache_mode = cpu_to_le32(sb->cache_mode);
 	raw->state = cpu_to_le32(sb->state);
+	raw->replacement = cpu_to_le32(sb->replacement);
 	raw->csum = cpu_to_le32(bkc_sb_csum(raw));
 }
 
@@ -106,6 +109,7 @@ void bkc_sb_unpack(const struct bkc_sb *raw, struct bkc_sb_info *sb)
 	sb->data_offset = le64_to_cpu(raw->data_offset);
 	sb->cache_mode = le32_to_cpu(raw->cache_mode);
 	sb->state = le32_to_cpu(raw->state);
+	sb->replacement = le32_to_cpu(raw->replacement);
 }
 
 bool bkc_uuid_is_zero(const u8 *uuid)
@@ -147,6 +151,8 @@ static int validate_cache(const struct bkc_sb_info *sb, const char **why)
 			if (sb->journal_buckets[j] == b)
 				FAIL("journal bucket listed twice");
 	}
+	if (sb->replacement >= BKC_REPL_NR)
+		FAIL("unknown replacement policy");
 	if (sb->data_offset || sb->cache_mode || sb->state)
 		FAIL("backing-device fields set on a cache device");
 	return 0;
@@ -168,7 +174,8 @@ static int validate_backing(const struct bkc_sb_info *sb, const char **why)
 	if ((sb->state == BKC_STATE_CLEAN || sb->state == BKC_STATE_DIRTY) &&
 	    bkc_uuid_is_zero(sb->set_uuid))
 		FAIL("attached state without a cache set uuid");
-	if (sb->nbuckets || sb->first_bucket || sb->nr_journal_buckets)
+	if (sb->nbuckets || sb->first_bucket || sb->nr_journal_buckets ||
+	    sb->replacement)
 		FAIL("cache-device fields set on a backing device");
 	return 0;
 }
@@ -286,6 +293,7 @@ int bkc_sb_init_backing(struct bkc_sb_info *sb, u64 dev_bytes, u64 io_opt,
 	sb->nbuckets = 0;
 	sb->first_bucket = 0;
 	sb->nr_journal_buckets = 0;
+	sb->replacement = 0;
 	return bkc_sb_validate(sb, dev_bytes, why);
 }
 
@@ -316,6 +324,12 @@ static const char * const state_names[BKC_STATE_NR] = {
 	[BKC_STATE_INCONSISTENT]	= "inconsistent",
 };
 
+static const char * const repl_names[BKC_REPL_NR] = {
+	[BKC_REPL_LRU]		= "lru",
+	[BKC_REPL_FIFO]		= "fifo",
+	[BKC_REPL_RANDOM]	= "random",
+};
+
 const char *bkc_cache_mode_name(u32 mode)
 {
 	return mode < BKC_MODE_NR ? mode_names[mode] : "unknown";
@@ -324,6 +338,11 @@ const char *bkc_cache_mode_name(u32 mode)
 const char *bkc_state_name(u32 state)
 {
 	return state < BKC_STATE_NR ? state_names[state] : "unknown";
+}
+
+const char *bkc_replacement_name(u32 repl)
+{
+	return repl < BKC_REPL_NR ? repl_names[repl] : "unknown";
 }
 
 /*
@@ -339,6 +358,23 @@ int bkc_cache_mode_parse(const char *s, size_t len)
 	for (i = 0; i < BKC_MODE_NR; i++)
 		if (strlen(mode_names[i]) == len &&
 		    !memcmp(s, mode_names[i], len))
+			return i;
+	return -EINVAL;
+}
+
+/*
+ * Parse a replacement policy name ("lru", "fifo", "random").  @len may
+ * include one trailing newline.  Returns the policy or -EINVAL.
+ */
+int bkc_replacement_parse(const char *s, size_t len)
+{
+	int i;
+
+	if (len && s[len - 1] == '\n')
+		len--;
+	for (i = 0; i < BKC_REPL_NR; i++)
+		if (strlen(repl_names[i]) == len &&
+		    !memcmp(s, repl_names[i], len))
 			return i;
 	return -EINVAL;
 }

@@ -31,6 +31,8 @@ struct bkc_sb_info {
 	u64	data_offset;
 	u32	cache_mode;
 	u32	state;
+
+	u32	replacement;	/* cache devices: enum bkc_replacement */
 };
 
 /* Default backing data offset when the device reports no io_opt. */
@@ -57,5 +59,7 @@ const char *bkc_dev_type_name(u32 type);
 const char *bkc_cache_mode_name(u32 mode);
 const char *bkc_state_name(u32 state);
 int bkc_cache_mode_parse(const char *s, size_t len);
+const char *bkc_replacement_name(u32 repl);
+int bkc_replacement_parse(const char *s, size_t len);
 
 #endif /* _BKC_SB_H */

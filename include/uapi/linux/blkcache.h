@@ -67,6 +67,14 @@ enum bkc_bdev_state {
 	BKC_STATE_NR
 };
 
+/* sb.replacement (cache devices): bucket replacement policy */
+enum bkc_replacement {
+	BKC_REPL_LRU		= 0,
+	BKC_REPL_FIFO		= 1,
+	BKC_REPL_RANDOM		= 2,
+	BKC_REPL_NR
+};
+
 /**
  * struct bkc_sb - the superblock, identical layout for both device types
  *
@@ -102,7 +110,11 @@ struct bkc_sb {
 	__le32	cache_mode;		/* 0x0a8 enum bkc_cache_mode */
 	__le32	state;			/* 0x0ac enum bkc_bdev_state */
 
-	__le64	reserved[42];		/* 0x0b0 zero */
+	/* cache devices */
+	__le32	replacement;		/* 0x0b0 enum bkc_replacement */
+	__le32	pad1;			/* 0x0b4 */
+
+	__le64	reserved[41];		/* 0x0b8 zero */
 
 	/* cache devices: bucket numbers of the journal ring, in ring order */
 	__le64	journal_buckets[BKC_SB_MAX_JOURNAL_BUCKETS];	/* 0x200 */
