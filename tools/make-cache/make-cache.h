@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * make-cache: shared declarations between the formatter's source files.
+ */
+#ifndef _MAKE_CACHE_H
+#define _MAKE_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The one place the tool's version is defined. */
+#define BKC_VERSION	"0.1.0"
+
+int mc_parse_size(const char *s, uint64_t *out);
+const char *mc_fmt_size(uint64_t bytes, char *buf, size_t len);
+int mc_is_pow2(uint64_t v);
+
+#endif /* _MAKE_CACHE_H */
