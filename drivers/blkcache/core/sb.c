@@ -122,7 +122,12 @@ bool bkc_uuid_is_zero(const u8 *uuid)
 	return true;
 }
 
-#define FAIL(msg) do { *why = (msg); return -EUCLEAN; } while (0)
+/* Record why a geometry check failed; returns -EUCLEAN. */
+static int geom_fail(const char **why, const char *msg)
+{
+	*why = msg;
+	return -EUCLEAN;
+}
 
 static int validate_cache(const struct bkc_sb_info *sb, const char **why)
 {
@@ -130,53 +135,53 @@ static int validate_cache(const struct bkc_sb_info *sb, const char **why)
 	u32 i, j;
 
 	if (sb->nbuckets < BKC_NBUCKETS_MIN)
-		FAIL("too few buckets");
+		return geom_fail(why, "too few buckets");
 	if (sb->nbuckets > BKC_NBUCKETS_MAX || sb->nbuckets > max_buckets)
-		FAIL("nbuckets beyond the end of the device");
+		return geom_fail(why, "nbuckets beyond the end of the device");
 	if (sb->first_bucket > sb->nbuckets ||
 	    sb->first_bucket * sb->bucket_size < BKC_SB_END)
-		FAIL("first_bucket overlaps the superblock");
+		return geom_fail(why, "first_bucket overlaps the superblock");
 	if (sb->nr_journal_buckets < 1 ||
 	    sb->nr_journal_buckets > BKC_SB_MAX_JOURNAL_BUCKETS)
-		FAIL("bad number of journal buckets");
+		return geom_fail(why, "bad number of journal buckets");
 	if (sb->nbuckets - sb->first_bucket <
 	    sb->nr_journal_buckets + BKC_DATA_BUCKETS_MIN)
-		FAIL("too few buckets left after the journal");
+		return geom_fail(why, "too few buckets left after the journal");
 	for (i = 0; i < sb->nr_journal_buckets; i++) {
 		u64 b = sb->journal_buckets[i];
 
 		if (b < sb->first_bucket || b >= sb->nbuckets)
-			FAIL("journal bucket outside the device");
+			return geom_fail(why, "journal bucket outside the device");
 		for (j = 0; j < i; j++)
 			if (sb->journal_buckets[j] == b)
-				FAIL("journal bucket listed twice");
+				return geom_fail(why, "journal bucket listed twice");
 	}
 	if (sb->replacement >= BKC_REPL_NR)
-		FAIL("unknown replacement policy");
+		return geom_fail(why, "unknown replacement policy");
 	if (sb->data_offset || sb->cache_mode || sb->state)
-		FAIL("backing-device fields set on a cache device");
+		return geom_fail(why, "backing-device fields set on a cache device");
 	return 0;
 }
 
 static int validate_backing(const struct bkc_sb_info *sb, const char **why)
 {
 	if (sb->data_offset < BKC_SB_END)
-		FAIL("data_offset overlaps the superblock");
+		return geom_fail(why, "data_offset overlaps the superblock");
 	if (sb->data_offset % sb->block_size)
-		FAIL("data_offset is not a multiple of the block size");
+		return geom_fail(why, "data_offset is not a multiple of the block size");
 	if (sb->data_offset >= sb->dev_size ||
 	    sb->dev_size - sb->data_offset < sb->block_size)
-		FAIL("data_offset beyond the end of the device");
+		return geom_fail(why, "data_offset beyond the end of the device");
 	if (sb->cache_mode >= BKC_MODE_NR)
-		FAIL("unknown cache mode");
+		return geom_fail(why, "unknown cache mode");
 	if (sb->state >= BKC_STATE_NR)
-		FAIL("unknown state");
+		return geom_fail(why, "unknown state");
 	if ((sb->state == BKC_STATE_CLEAN || sb->state == BKC_STATE_DIRTY) &&
 	    bkc_uuid_is_zero(sb->set_uuid))
-		FAIL("attached state without a cache set uuid");
+		return geom_fail(why, "attached state without a cache set uuid");
 	if (sb->nbuckets || sb->first_bucket || sb->nr_journal_buckets ||
 	    sb->replacement)
-		FAIL("cache-device fields set on a backing device");
+		return geom_fail(why, "cache-device fields set on a backing device");
 	return 0;
 }
 
@@ -188,23 +193,23 @@ int bkc_sb_validate(const struct bkc_sb_info *sb, u64 dev_bytes,
 		    const char **why)
 {
 	if (sb->dev_type != BKC_DEV_CACHE && sb->dev_type != BKC_DEV_BACKING)
-		FAIL("unknown device type");
+		return geom_fail(why, "unknown device type");
 	if (sb->flags)
-		FAIL("unknown flags");
+		return geom_fail(why, "unknown flags");
 	if (!is_power_of_2(sb->block_size) ||
 	    sb->block_size < BKC_BLOCK_SIZE_MIN ||
 	    sb->block_size > BKC_BLOCK_SIZE_MAX)
-		FAIL("block size is not a power of two in [512, 64k]");
+		return geom_fail(why, "block size is not a power of two in [512, 64k]");
 	if (!is_power_of_2(sb->bucket_size) ||
 	    sb->bucket_size < BKC_BUCKET_SIZE_MIN ||
 	    sb->bucket_size > BKC_BUCKET_SIZE_MAX)
-		FAIL("bucket size is not a power of two in [4k, 1g]");
+		return geom_fail(why, "bucket size is not a power of two in [4k, 1g]");
 	if (sb->bucket_size < sb->block_size)
-		FAIL("bucket size is smaller than the block size");
+		return geom_fail(why, "bucket size is smaller than the block size");
 	if (sb->dev_size < BKC_SB_END)
-		FAIL("recorded device size is too small");
+		return geom_fail(why, "recorded device size is too small");
 	if (dev_bytes && dev_bytes < sb->dev_size)
-		FAIL("device is smaller than its superblock records (truncated?)");
+		return geom_fail(why, "device is smaller than its superblock records (truncated?)");
 	if (sb->dev_type == BKC_DEV_CACHE)
 		return validate_cache(sb, why);
 	return validate_backing(sb, why);
@@ -255,7 +260,7 @@ int bkc_sb_init_cache(struct bkc_sb_info *sb, u64 dev_bytes, const char **why)
 	sb->dev_size = dev_bytes;
 	if (!is_power_of_2(sb->bucket_size) ||
 	    sb->bucket_size < BKC_BUCKET_SIZE_MIN)
-		FAIL("bucket size is not a power of two in [4k, 1g]");
+		return geom_fail(why, "bucket size is not a power of two in [4k, 1g]");
 	sb->nbuckets = min_t(u64, dev_bytes / sb->bucket_size,
 			     BKC_NBUCKETS_MAX);
 	sb->first_bucket = DIV_ROUND_UP(BKC_SB_END, sb->bucket_size);
@@ -296,8 +301,6 @@ int bkc_sb_init_backing(struct bkc_sb_info *sb, u64 dev_bytes, u64 io_opt,
 	sb->replacement = 0;
 	return bkc_sb_validate(sb, dev_bytes, why);
 }
-
-#undef FAIL
 
 const char *bkc_dev_type_name(u32 type)
 {
