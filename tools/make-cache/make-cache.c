@@ -97,7 +97,7 @@ struct mc_opts {
 static struct mc_dev devs[MC_MAX_DEVS];
 static int ndevs;
 
-static void __attribute__((format(printf, 1, 2))) err(const char *fmt, ...)
+static void __printf(1, 2) err(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -113,8 +113,7 @@ static void usage_hint(void)
 	fprintf(stderr, "Try '" PROG " --help' for more information.\n");
 }
 
-static void __attribute__((noreturn, format(printf, 1, 2)))
-usage_error(const char *fmt, ...)
+static void __noreturn __printf(1, 2) usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -127,7 +126,7 @@ usage_error(const char *fmt, ...)
 	exit(MC_EXIT_REFUSED);
 }
 
-static void help(void)
+static void print_help(void)
 {
 	printf("Usage: " PROG " -C <dev> [-C <dev> ...] -B <dev> [-B <dev> ...] [options]\n"
 	       "       " PROG " --show <dev>\n"
@@ -340,7 +339,7 @@ static void parse_args(int argc, char **argv, struct mc_opts *o)
 			o->show = optarg;
 			break;
 		case 'h':
-			help();
+			print_help();
 			exit(MC_EXIT_OK);
 		case OPT_VERSION:
 			printf(PROG " %s\n", BKC_VERSION);

@@ -11,6 +11,15 @@
 /* The one place the tool's version is defined. */
 #define BKC_VERSION	"0.1.0"
 
+/* Userspace spellings of the kernel's __printf() and __noreturn. */
+#define mc_attr(x)	__attribute__(x)
+#ifndef __printf
+#define __printf(a, b)	mc_attr((__format__(printf, a, b)))
+#endif
+#ifndef __noreturn
+#define __noreturn	mc_attr((__noreturn__))
+#endif
+
 int mc_parse_size(const char *s, uint64_t *out);
 const char *mc_fmt_size(uint64_t bytes, char *buf, size_t len);
 int mc_is_pow2(uint64_t v);
