@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Backing devices: registration, the /dev/cacheN disk, attach and detach,
+ * superblock updates and teardown.
+ */
+#include <linux/idr.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+
+#include "bkc.h"
+#include "request.h"
+
+static DEFINE_IDA(bkc_disk_ida);
+
+static const struct block_device_operations bkc_disk_ops = {
+	.owner		= THIS_MODULE,
+	.submit_bio	= bkc_submit_bio,
+};
+
+static void bkc_inflight_release(struct percpu_ref *ref)
+{
+	struct bkc_backing *b = container_of(ref, struct bkc_backing, inflight);
+
+	complete(&b->inflight_done);
+}
+
+/* The state userspace sees: the superblock's, unless no set is attached. */
+u32 bkc_backing_state(struct bkc_backing *b)
+{
+	if (!b->set && b->sb.state != BKC_STATE_INCONSISTENT)
+		return b->disk ? BKC_STATE_NONE : b->sb.state;
+	return b->sb.state;
+}
+
+bool bkc_backing_busy(struct bkc_backing *b)
+{
+	return b->disk && disk_openers(b->disk);
+}
+
+/* The superblock fields that change after format time. */
+struct bkc_sb_mut {
+	u8	set_uuid[BKC_UUID_SIZE];
+	u32	state;
+	u32	cache_mode;
+	char	label[BKC_LABEL_SIZE + 1];
+};
+
+static void bkc_sb_mut_get(const struct bkc_sb_info *sb, struct bkc_sb_mut *m)
+{
+	memcpy(m->set_uuid, sb->set_uuid, BKC_UUID_SIZE);
+	m->state = sb->state;
+	m->cache_mode = sb->cache_mode;
+	memcpy(m->label, sb->label, sizeof(m->label));
+}
+
+static void bkc_sb_mut_put(struct bkc_sb_info *sb, const struct bkc_sb_mut *m)
+{
+	memcpy(sb->set_uuid, m->set_uuid, BKC_UUID_SIZE);
+	sb->state = m->state;
+	sb->cache_mode = m->cache_mode;
+	memcpy(sb->label, m->label, sizeof(m->label));
+}
+
+/*
+ * Rewrite the backing superblock with @m applied.  Either the write
+ * succeeds and memory matches the disk, or nothing changes.
+ */
+static int bkc_backing_sb_update(struct bkc_backing *b,
+				 const struct bkc_sb_mut *m)
+{
+	struct bkc_sb_mut old;
+	int r;
+
+	bkc_sb_mut_get(&b->sb, &old);
+	bkc_sb_mut_put(&b->sb, m);
+	r = bkc_sb_write(b->dev.bdev, &b->sb);
+	if (r)
+		bkc_sb_mut_put(&b->sb, &old);
+	return r;
+}
+
+static void bkc_backing_stop_disk(struct bkc_backing *b);
+
+static int bkc_backing_add_disk(struct bkc_backing *b)
+{
+	struct block_device *bdev = b->dev.bdev;
+	struct queue_limits lim;
+	struct gendisk *disk;
+	int r;
+
+	bkc_limits_init(&lim, bdev, b->data_start, b->sb.block_size);
+	disk = bkc_alloc_disk(&lim, bdev);
+	if (IS_ERR(disk)) {
+		r = PTR_ERR(disk);
+		bkc_err(bdev, "cannot allocate disk (%d)", r);
+		return r;
+	}
+	b->disk = disk;
+	disk->major = bkc_major;
+	disk->first_minor = b->id << BKC_MINORS_SHIFT;
+	disk->minors = BKC_MINORS;
+	disk->fops = &bkc_disk_ops;
+	disk->private_data = b;
+	snprintf(disk->disk_name, DISK_NAME_LEN, "cache%d", b->id);
+	set_capacity(disk, bdev_nr_sectors(bdev) - b->data_start);
+
+	r = percpu_ref_init(&b->inflight, bkc_inflight_release, 0, GFP_KERNEL);
+	if (r)
+		return r;
+	b->ref_ready = true;
+	init_completion(&b->inflight_done);
+
+	r = add_disk(disk);
+	if (r) {
+		bkc_err(bdev, "cannot add disk %s (%d)", disk->disk_name, r);
+		return r;
+	}
+	b->disk_added = true;
+
+	r = sysfs_create_link(&disk_to_dev(disk)->kobj, &b->kobj, "cache");
+	if (r) {
+		bkc_err(bdev, "cannot link %s to its cache directory (%d)",
+			disk->disk_name, r);
+		return r;
+	}
+	b->linked = true;
+	return 0;
+}
+
+/* Create /dev/cacheN.  Idempotent: a running device stays as it is. */
+int bkc_backing_run(struct bkc_backing *b)
+{
+	int id, r;
+
+	lockdep_assert_held(&bkc_lock);
+	if (b->disk || b->dead)
+		return 0;
+
+	id = ida_alloc_max(&bkc_disk_ida, (MINORMASK >> BKC_MINORS_SHIFT) - 1,
+			   GFP_KERNEL);
+	if (id < 0) {
+		bkc_err(b->dev.bdev, "no free cache device number (%d)", id);
+		return id;
+	}
+	b->id = id;
+	r = bkc_backing_add_disk(b);
+	if (r) {
+		if (b->disk) {
+			bkc_backing_stop_disk(b);
+		} else {
+			ida_free(&bkc_disk_ida, id);
+			b->id = -1;
+		}
+		return r;
+	}
+	bkc_info(b->dev.bdev, "running as /dev/%s", b->disk->disk_name);
+	return 0;
+}
+
+/* Remove /dev/cacheN and wait for its I/O.  Idempotent. */
+static void bkc_backing_stop_disk(struct bkc_backing *b)
+{
+	struct gendisk *disk = b->disk;
+
+	if (!disk)
+		return;
+	if (b->linked)
+		sysfs_remove_link(&disk_to_dev(disk)->kobj, "cache");
+	b->linked = false;
+	if (b->disk_added)
+		del_gendisk(disk);
+	b->disk_added = false;
+	if (b->ref_ready) {
+		percpu_ref_kill(&b->inflight);
+		wait_for_completion(&b->inflight_done);
+		percpu_ref_exit(&b->inflight);
+	}
+	b->ref_ready = false;
+	put_disk(disk);
+	b->disk = NULL;
+	ida_free(&bkc_disk_ida, b->id);
+	b->id = -1;
+}
+
+/* Link @b to @set in memory only. */
+void bkc_backing_link(struct bkc_backing *b, struct bkc_set *set)
+{
+	lockdep_assert_held(&bkc_lock);
+	b->set = set;
+	list_add_tail(&b->set_node, &set->backings);
+}
+
+static void bkc_backing_unlink(struct bkc_backing *b)
+{
+	if (!b->set)
+		return;
+	list_del_init(&b->set_node);
+	b->set = NULL;
+}
+
+/*
+ * Tear down everything but the sysfs directory and the device claim,
+ * which bkc_reap() releases once bkc_lock is dropped.  Idempotent, and
+ * safe on a half-constructed object.
+ */
+void bkc_backing_teardown(struct bkc_backing *b)
+{
+	lockdep_assert_held(&bkc_lock);
+	if (b->dead)
+		return;
+	b->dead = true;
+	bkc_backing_stop_disk(b);
+	bkc_backing_unlink(b);
+	if (b->bs_ready)
+		bioset_exit(&b->bs);
+	b->bs_ready = false;
+	list_move_tail(&b->list, &bkc_dead_backings);
+}
+
+/* Record @set in the superblock and link to it; run if not yet running. */
+int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set)
+{
+	struct bkc_sb_mut m;
+	int r;
+
+	lockdep_assert_held(&bkc_lock);
+	if (b->set == set)
+		return 0;
+	if (b->set) {
+		bkc_err(b->dev.bdev, "already attached to cache set %pUb",
+			b->set->sb.set_uuid);
+		return -EBUSY;
+	}
+	if (b->sb.state == BKC_STATE_DIRTY &&
+	    memcmp(b->sb.set_uuid, set->sb.set_uuid, BKC_UUID_SIZE)) {
+		bkc_err(b->dev.bdev, "holds dirty data of cache set %pUb",
+			b->sb.set_uuid);
+		return -EBUSY;
+	}
+	if (set->sb.block_size > b->sb.block_size) {
+		bkc_err(b->dev.bdev,
+			"cache set block size %u exceeds the backing block size %u",
+			set->sb.block_size, b->sb.block_size);
+		return -EINVAL;
+	}
+	bkc_sb_mut_get(&b->sb, &m);
+	memcpy(m.set_uuid, set->sb.set_uuid, BKC_UUID_SIZE);
+	if (m.state != BKC_STATE_DIRTY)
+		m.state = BKC_STATE_CLEAN;
+	r = bkc_backing_sb_update(b, &m);
+	if (r)
+		return r;
+	bkc_backing_link(b, set);
+	bkc_info(b->dev.bdev, "attached to cache set %pUb", set->sb.set_uuid);
+	return bkc_backing_run(b);
+}
+
+/* Forget the cache set, on disk and in memory. */
+int bkc_backing_detach(struct bkc_backing *b)
+{
+	struct bkc_sb_mut m;
+	int r;
+
+	lockdep_assert_held(&bkc_lock);
+	if (!b->set && b->sb.state == BKC_STATE_NONE)
+		return 0;
+	if (b->sb.state == BKC_STATE_DIRTY) {
+		bkc_err(b->dev.bdev,
+			"cannot detach: dirty data is not in reach");
+		return -EBUSY;
+	}
+	bkc_sb_mut_get(&b->sb, &m);
+	memset(m.set_uuid, 0, BKC_UUID_SIZE);
+	if (m.state != BKC_STATE_INCONSISTENT)
+		m.state = BKC_STATE_NONE;
+	r = bkc_backing_sb_update(b, &m);
+	if (r)
+		return r;
+	bkc_backing_unlink(b);
+	bkc_info(b->dev.bdev, "detached");
+	return bkc_backing_run(b);
+}
+
+int bkc_backing_set_mode(struct bkc_backing *b, u32 mode)
+{
+	struct bkc_sb_mut m;
+
+	lockdep_assert_held(&bkc_lock);
+	if (b->sb.cache_mode == mode)
+		return 0;
+	bkc_sb_mut_get(&b->sb, &m);
+	m.cache_mode = mode;
+	return bkc_backing_sb_update(b, &m);
+}
+
+int bkc_backing_set_label(struct bkc_backing *b, const char *label,
+			  size_t len)
+{
+	struct bkc_sb_mut m;
+
+	lockdep_assert_held(&bkc_lock);
+	bkc_sb_mut_get(&b->sb, &m);
+	memset(m.label, 0, sizeof(m.label));
+	memcpy(m.label, label, len);
+	if (!strcmp(m.label, b->sb.label))
+		return 0;
+	return bkc_backing_sb_update(b, &m);
+}
+
+/*
+ * Take ownership of @dev, whose superblock @sb says it is a backing
+ * device.  Runs it at once unless its superblock names a cache set that
+ * is not registered yet; it then waits for that set.
+ */
+int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
+{
+	struct bkc_backing *b, *o;
+	struct bkc_set *set = NULL;
+	int r;
+
+	lockdep_assert_held(&bkc_lock);
+	list_for_each_entry(o, &bkc_backings, list) {
+		if (!memcmp(o->sb.uuid, sb->uuid, BKC_UUID_SIZE)) {
+			bkc_err(dev->bdev,
+				"a device with uuid %pUb is already registered (%pg)",
+				sb->uuid, o->dev.bdev);
+			bkc_bdev_close(dev);
+			return -EEXIST;
+		}
+	}
+
+	b = kzalloc(sizeof(*b), GFP_KERNEL);
+	if (!b) {
+		bkc_bdev_close(dev);
+		return -ENOMEM;
+	}
+	kobject_init(&b->kobj, &bkc_backing_ktype);
+	INIT_LIST_HEAD(&b->set_node);
+	b->dev = *dev;
+	b->sb = *sb;
+	b->id = -1;
+	b->data_start = sb->data_offset >> SECTOR_SHIFT;
+	list_add_tail(&b->list, &bkc_backings);
+
+	r = bioset_init(&b->bs, BIO_POOL_SIZE, bkc_bio_front_pad(), 0);
+	if (r)
+		goto fail;
+	b->bs_ready = true;
+
+	r = kobject_add(&b->kobj, bdev_kobj(b->dev.bdev), "cache");
+	if (r) {
+		bkc_err(b->dev.bdev, "cannot create sysfs directory (%d)", r);
+		goto fail;
+	}
+	b->kobj_added = true;
+
+	if (!bkc_uuid_is_zero(sb->set_uuid) &&
+	    (sb->state == BKC_STATE_CLEAN || sb->state == BKC_STATE_DIRTY)) {
+		set = bkc_set_find(sb->set_uuid);
+		if (!set) {
+			bkc_info(b->dev.bdev,
+				 "registered, waiting for cache set %pUb",
+				 sb->set_uuid);
+			kobject_uevent(&b->kobj, KOBJ_ADD);
+			return 0;
+		}
+		bkc_backing_link(b, set);
+	}
+	r = bkc_backing_run(b);
+	if (r)
+		goto fail;
+	kobject_uevent(&b->kobj, KOBJ_ADD);
+	return 0;
+fail:
+	bkc_backing_teardown(b);
+	return r;
+}

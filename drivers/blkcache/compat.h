@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Every difference between supported kernel versions lives here.
+ *
+ * Supported: Debian's 6.1 and 6.12, and newer LTS kernels.  Versions in
+ * between are refused at build time rather than half supported.
+ */
+#ifndef _BKC_COMPAT_H
+#define _BKC_COMPAT_H
+
+#include <linux/version.h>
+#include <linux/blkdev.h>
+#include <linux/fs.h>
+#include <linux/file.h>
+
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
+#error "blkcache needs Linux 6.1 or newer"
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0) && \
+	LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
+#error "blkcache supports 6.1 and 6.12 or newer"
+#endif
+
+#define BKC_NEW_BLOCK_API (LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0))
+
+/* An exclusively opened block device. */
+struct bkc_bdev {
+	struct block_device	*bdev;
+#if BKC_NEW_BLOCK_API
+	struct file		*file;
+#endif
+};
+
+static inline int bkc_bdev_open(struct bkc_bdev *d, const char *path,
+				void *holder)
+{
+#if BKC_NEW_BLOCK_API
+	struct file *f = bdev_file_open_by_path(path,
+				BLK_OPEN_READ | BLK_OPEN_WRITE, holder, NULL);
+
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	d->file = f;
+	d->bdev = file_bdev(f);
+#else
+	struct block_device *b = blkdev_get_by_path(path,
+				FMODE_READ | FMODE_WRITE | FMODE_EXCL, holder);
+
+	if (IS_ERR(b))
+		return PTR_ERR(b);
+	d->bdev = b;
+#endif
+	return 0;
+}
+
+/* Idempotent; the exclusive claim is dropped before this returns. */
+static inline void bkc_bdev_close(struct bkc_bdev *d)
+{
+	if (!d->bdev)
+		return;
+#if BKC_NEW_BLOCK_API
+	bdev_fput(d->file);
+	d->file = NULL;
+#else
+	blkdev_put(d->bdev, FMODE_READ | FMODE_WRITE | FMODE_EXCL);
+#endif
+	d->bdev = NULL;
+}
+
+/*
+ * Queue limits of a device stacked on @bdev at @offset sectors, with
+ * logical blocks of @lbs bytes, advertising a volatile write cache and FUA.
+ */
+static inline void bkc_limits_init(struct queue_limits *lim,
+				   struct block_device *bdev, sector_t offset,
+				   unsigned int lbs)
+{
+	blk_set_stacking_limits(lim);
+	lim->logical_block_size = lbs;
+	lim->physical_block_size = lbs;
+	lim->io_min = lbs;
+#if BKC_NEW_BLOCK_API
+	queue_limits_stack_bdev(lim, bdev, offset, "blkcache");
+	lim->features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA | BLK_FEAT_IO_STAT;
+#else
+	blk_stack_limits(lim, &bdev_get_queue(bdev)->limits,
+			 offset + get_start_sect(bdev));
+#endif
+}
+
+/* Allocate a bio-based gendisk with @lim; never returns NULL. */
+static inline struct gendisk *bkc_alloc_disk(struct queue_limits *lim,
+					     struct block_device *bdev)
+{
+	struct gendisk *disk;
+
+#if BKC_NEW_BLOCK_API
+	disk = blk_alloc_disk(lim, NUMA_NO_NODE);
+#else
+	disk = blk_alloc_disk(NUMA_NO_NODE);
+	if (!disk)
+		return ERR_PTR(-ENOMEM);
+	disk->queue->limits = *lim;
+	blk_queue_write_cache(disk->queue, true, true);
+	blk_queue_flag_set(QUEUE_FLAG_IO_STAT, disk->queue);
+	if (blk_queue_nonrot(bdev_get_queue(bdev)))
+		blk_queue_flag_set(QUEUE_FLAG_NONROT, disk->queue);
+#endif
+	return disk;
+}
+
+#endif /* _BKC_COMPAT_H */

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Cache sets: registration of the cache device, stop and unregister.
+ */
+#include <linux/slab.h>
+
+#include "bkc.h"
+
+struct bkc_set *bkc_set_find(const u8 *set_uuid)
+{
+	struct bkc_set *set;
+
+	lockdep_assert_held(&bkc_lock);
+	list_for_each_entry(set, &bkc_sets, list)
+		if (!memcmp(set->sb.set_uuid, set_uuid, BKC_UUID_SIZE))
+			return set;
+	return NULL;
+}
+
+/* Attach and run the registered backing devices that wait for @set. */
+static void bkc_set_adopt_waiting(struct bkc_set *set)
+{
+	struct bkc_backing *b;
+	int r;
+
+	list_for_each_entry(b, &bkc_backings, list) {
+		if (b->set || memcmp(b->sb.set_uuid, set->sb.set_uuid,
+				     BKC_UUID_SIZE))
+			continue;
+		if (b->sb.state != BKC_STATE_CLEAN &&
+		    b->sb.state != BKC_STATE_DIRTY)
+			continue;
+		if (set->sb.block_size > b->sb.block_size) {
+			bkc_err(b->dev.bdev,
+				"cache set block size %u exceeds the backing block size %u",
+				set->sb.block_size, b->sb.block_size);
+			continue;
+		}
+		bkc_backing_link(b, set);
+		r = bkc_backing_run(b);
+		if (r)
+			bkc_err(b->dev.bdev, "cannot start (%d)", r);
+	}
+}
+
+/* Take ownership of @dev, a cache device described by @sb. */
+int bkc_set_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
+{
+	struct bkc_set *set;
+	int r;
+
+	lockdep_assert_held(&bkc_lock);
+	set = bkc_set_find(sb->set_uuid);
+	if (set) {
+		bkc_err(dev->bdev, "cache set %pUb is already registered on %pg",
+			sb->set_uuid, set->dev.bdev);
+		bkc_bdev_close(dev);
+		return -EEXIST;
+	}
+
+	set = kzalloc(sizeof(*set), GFP_KERNEL);
+	if (!set) {
+		bkc_bdev_close(dev);
+		return -ENOMEM;
+	}
+	kobject_init(&set->kobj, &bkc_set_ktype);
+	kobject_init(&set->cdev_kobj, &bkc_cdev_ktype);
+	INIT_LIST_HEAD(&set->backings);
+	set->dev = *dev;
+	set->sb = *sb;
+	list_add_tail(&set->list, &bkc_sets);
+
+	r = kobject_add(&set->kobj, bkc_kobj, "%pUb", sb->set_uuid);
+	if (r)
+		goto fail;
+	set->kobj_added = true;
+	r = kobject_add(&set->cdev_kobj, &set->kobj, "cache0");
+	if (r)
+		goto fail;
+	set->cdev_kobj_added = true;
+
+	bkc_info(dev->bdev, "registered cache set %pUb", sb->set_uuid);
+	bkc_set_adopt_waiting(set);
+	kobject_uevent(&set->kobj, KOBJ_ADD);
+	return 0;
+fail:
+	bkc_err(dev->bdev, "cannot create sysfs directory (%d)", r);
+	bkc_set_teardown(set);
+	return r;
+}
+
+/*
+ * Release @set.  Backing devices still attached stay registered and run
+ * without a cache.  Idempotent; bkc_reap() finishes the job.
+ */
+void bkc_set_teardown(struct bkc_set *set)
+{
+	struct bkc_backing *b, *n;
+
+	lockdep_assert_held(&bkc_lock);
+	if (set->dead)
+		return;
+	set->dead = true;
+	list_for_each_entry_safe(b, n, &set->backings, set_node) {
+		list_del_init(&b->set_node);
+		b->set = NULL;
+	}
+	list_move_tail(&set->list, &bkc_dead_sets);
+}
+
+/*
+ * stop (@detach false): stop every attached /dev/cacheN, keeping the
+ * attachment on disk, then release the set.  Refused with -EBUSY, changing
+ * nothing, while any of them is open.
+ *
+ * unregister (@detach true): detach every backing device (they go on
+ * without a cache), then release the set.
+ */
+int bkc_set_stop(struct bkc_set *set, bool detach)
+{
+	struct bkc_backing *b, *n;
+	int r, ret = 0;
+
+	lockdep_assert_held(&bkc_lock);
+	if (!detach) {
+		list_for_each_entry(b, &set->backings, set_node) {
+			if (bkc_backing_busy(b)) {
+				bkc_err(set->dev.bdev, "cannot stop: %s is in use",
+					b->disk->disk_name);
+				return -EBUSY;
+			}
+		}
+	}
+	list_for_each_entry_safe(b, n, &set->backings, set_node) {
+		if (!detach) {
+			bkc_backing_teardown(b);
+			continue;
+		}
+		r = bkc_backing_detach(b);
+		if (r) {
+			bkc_err(b->dev.bdev, "detach failed (%d), stopping it",
+				r);
+			bkc_backing_teardown(b);
+			ret = ret ?: r;
+		}
+	}
+	bkc_info(set->dev.bdev, "cache set %pUb %s", set->sb.set_uuid,
+		 detach ? "unregistered" : "stopped");
+	bkc_set_teardown(set);
+	return ret;
+}
