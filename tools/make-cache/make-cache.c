@@ -624,6 +624,9 @@ static int inspect_device(struct mc_dev *d, const struct mc_opts *o)
 	struct stat st;
 	int bad = 0, n, sz;
 
+	/* a precise message for mounted devices before O_EXCL says EBUSY */
+	if (check_mounts(d))
+		return 1;
 	d->fd = open(d->path, O_RDWR | O_CLOEXEC | (d->blk ? O_EXCL : 0));
 	if (d->fd < 0) {
 		if (errno == EBUSY)
@@ -653,7 +656,6 @@ static int inspect_device(struct mc_dev *d, const struct mc_opts *o)
 		d->size = st.st_size;
 		d->lbs = 512;
 	}
-	bad |= check_mounts(d);
 	bad |= check_holders(d);
 
 	d->pr = blkid_new_probe();
@@ -741,7 +743,7 @@ static int plan_geometry(const struct mc_opts *o, const uuid_t set_uuid,
 			sb->replacement = o->repl;
 			rc = bkc_sb_init_cache(sb, d->size, &why);
 			if (rc) {
-				err("%s: cannot format as a cache device: %s (device is %s bytes, bucket size %s)",
+				err("%s: cannot format as a cache device: %s (device size %s, bucket size %s)",
 				    d->path, why,
 				    mc_fmt_size(d->size, b1, sizeof(b1)),
 				    mc_fmt_size(o->bucket, b2, sizeof(b2)));
@@ -759,7 +761,7 @@ static int plan_geometry(const struct mc_opts *o, const uuid_t set_uuid,
 			sb->data_offset = o->offset_set ? o->data_offset : 0;
 			rc = bkc_sb_init_backing(sb, d->size, d->io_opt, &why);
 			if (rc) {
-				err("%s: cannot format as a backing device: %s (device is %s bytes, data offset %s)",
+				err("%s: cannot format as a backing device: %s (device size %s, data offset %s)",
 				    d->path, why,
 				    mc_fmt_size(d->size, b1, sizeof(b1)),
 				    mc_fmt_size(sb->data_offset, b2,
@@ -1217,11 +1219,17 @@ int main(int argc, char **argv)
 
 	/* Phase 1: checks.  Nothing is written unless all pass. */
 	bad = stat_devices();
-	if (!bad)
-		for (i = 0; i < ndevs; i++)
+	if (!bad) {
+		bool sized = true;
+
+		for (i = 0; i < ndevs; i++) {
 			bad |= inspect_device(&devs[i], &o);
-	if (!bad)
-		bad = plan_geometry(&o, set_uuid, have_cache);
+			sized &= devs[i].lbs != 0;
+		}
+		/* report geometry problems too, if every size is known */
+		if (sized)
+			bad |= plan_geometry(&o, set_uuid, have_cache);
+	}
 	if (bad) {
 		err("refusing to format; nothing was written");
 		close_all();
