@@ -2,25 +2,22 @@
 /*
  * Every difference between supported kernel versions lives here.
  *
- * Supported: Debian's 6.1 and 6.12, and newer LTS kernels.  Versions in
- * between are refused at build time rather than half supported.
+ * Supported: Debian's 6.1 and 6.12, and newer LTS kernels.
  */
 #ifndef _BKC_COMPAT_H
 #define _BKC_COMPAT_H
 
-#include <linux/version.h>
 #include <linux/blkdev.h>
 #include <linux/fs.h>
 #include <linux/file.h>
 
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
-#error "blkcache needs Linux 6.1 or newer"
-#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0) && \
-	LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
-#error "blkcache supports 6.1 and 6.12 or newer"
+/*
+ * BKC_NEW_BLOCK_API comes from Kbuild, which looks for the queue-limit
+ * features of 6.11+ in the kernel headers: 1 for 6.12 and newer, 0 for 6.1.
+ */
+#ifndef BKC_NEW_BLOCK_API
+#error "BKC_NEW_BLOCK_API must be set by Kbuild"
 #endif
-
-#define BKC_NEW_BLOCK_API (LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0))
 
 /* An exclusively opened block device. */
 struct bkc_bdev {
