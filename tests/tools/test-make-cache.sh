@@ -28,6 +28,7 @@ fi
 
 T=$(mktemp -d /tmp/test-make-cache.XXXXXX)
 LOOPS=()
+# shellcheck disable=SC2317  # invoked through the EXIT trap
 cleanup() {
 	local l
 
@@ -519,13 +520,13 @@ if [[ $rc -ne 0 ]]; then pass "$CASE"; else fail "$CASE" "rc=$rc"; fi
 CASE="--discard on an image punches out the data area"
 DC=$(img dc.img 96M)
 dd if=/dev/urandom of="$DC" bs=1M count=96 conv=notrunc status=none
-before=$(du -k "$DC" | cut -f1)
+du_before=$(du -k "$DC" | cut -f1)
 if expect_ok "$CASE" -C "$DC" --discard --no-register; then
-	after=$(du -k "$DC" | cut -f1)
-	if [[ $(field "$DC" status) == ok && $after -lt $((before / 2)) ]]; then
-		pass "$CASE ($before KiB -> $after KiB)"
+	du_after=$(du -k "$DC" | cut -f1)
+	if [[ $(field "$DC" status) == ok && $du_after -lt $((du_before / 2)) ]]; then
+		pass "$CASE ($du_before KiB -> $du_after KiB)"
 	else
-		fail "$CASE" "$before KiB -> $after KiB"
+		fail "$CASE" "$du_before KiB -> $du_after KiB"
 	fi
 fi
 
