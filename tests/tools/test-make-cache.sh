@@ -554,6 +554,12 @@ if [[ ${BKC_TEST_LOOP:-0} == 1 ]]; then
 				"is mounted on" "$LI" -- -C "$L" --wipe
 			umount "$T/mnt"
 		fi
+		LF=$(img loopfile.img 96M)
+		LF_DEV=$(losetup --find --show "$LF")
+		LOOPS+=("$LF_DEV")
+		expect_refused "image file attached to a loop device refused" \
+			"attached to /dev/loop" "$LF" -- -C "$LF" --wipe
+		losetup -d "$LF_DEV"
 		python3 -c 'import os,sys,time; os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL); time.sleep(30)' "$L" &
 		holder=$!
 		sleep 1

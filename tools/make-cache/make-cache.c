@@ -450,6 +450,33 @@ static int check_mounts(const struct mc_dev *d)
 	return bad;
 }
 
+/* An image file attached to a loop device is in use: refuse it. */
+static int check_loop_backing(const struct mc_dev *d)
+{
+	char name[PATH_MAX], file[PATH_MAX];
+	struct stat st;
+	glob_t g;
+	size_t i;
+	int bad = 0;
+
+	if (d->blk || glob("/sys/block/loop*/loop/backing_file", 0, NULL, &g))
+		return 0;
+	for (i = 0; i < g.gl_pathc; i++) {
+		const char *p = g.gl_pathv[i] + strlen("/sys/block/");
+
+		if (read_sysfs(g.gl_pathv[i], file, sizeof(file)) ||
+		    stat(file, &st) || st.st_dev != d->st_dev ||
+		    st.st_ino != d->ino)
+			continue;
+		snprintf(name, sizeof(name), "%.*s",
+			 (int)strcspn(p, "/"), p);
+		err("%s: file is attached to /dev/%s", d->path, name);
+		bad = 1;
+	}
+	globfree(&g);
+	return bad;
+}
+
 static int check_holders(const struct mc_dev *d)
 {
 	char path[PATH_MAX];
@@ -625,7 +652,7 @@ static int inspect_device(struct mc_dev *d, const struct mc_opts *o)
 	int bad = 0, n, sz;
 
 	/* a precise message for mounted devices before O_EXCL says EBUSY */
-	if (check_mounts(d))
+	if (check_mounts(d) || check_loop_backing(d))
 		return 1;
 	d->fd = open(d->path, O_RDWR | O_CLOEXEC | (d->blk ? O_EXCL : 0));
 	if (d->fd < 0) {
@@ -1065,7 +1092,9 @@ static int show(const char *path)
 		err("%s: cannot open: %s", path, strerror(errno));
 		return MC_EXIT_REFUSED;
 	}
-	if (fstat(fd, &st) == 0 && S_ISBLK(st.st_mode)) {
+	if (fstat(fd, &st)) {
+		size = 0;
+	} else if (S_ISBLK(st.st_mode)) {
 		if (ioctl(fd, BLKGETSIZE64, &size))
 			size = 0;
 	} else if (S_ISREG(st.st_mode)) {
