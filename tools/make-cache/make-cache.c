@@ -667,6 +667,12 @@ static int inspect_device(struct mc_dev *d, const struct mc_opts *o)
 		err("%s: %s", d->path, strerror(errno));
 		return 1;
 	}
+	if (d->blk ? (!S_ISBLK(st.st_mode) || st.st_rdev != d->rdev) :
+	    (!S_ISREG(st.st_mode) || st.st_dev != d->st_dev ||
+	     st.st_ino != d->ino)) {
+		err("%s: changed while being checked", d->path);
+		return 1;
+	}
 	if (d->blk) {
 		if (ioctl(d->fd, BLKGETSIZE64, &d->size)) {
 			err("%s: cannot get the device size: %s", d->path,
