@@ -34,7 +34,13 @@ module:
 	@test -d "$(KDIR)" || { echo "no kernel headers found (KDIR=$(KDIR)); run scripts/install-deps" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
-tools: $(MAKE_CACHE)
+SBEDIT := tests/vm/sbedit
+
+tools: $(MAKE_CACHE) $(SBEDIT)
+
+$(SBEDIT): tests/vm/sbedit.c drivers/blkcache/core/sb.c tools/lib/crc32c.c \
+		$(MAKE_CACHE_HDR)
+	$(CC) $(USER_CFLAGS) -o $@ $(filter %.c,$^)
 
 $(MAKE_CACHE): $(MAKE_CACHE_SRC) $(MAKE_CACHE_HDR)
 	$(CC) $(USER_CFLAGS) -o $@ $(MAKE_CACHE_SRC) -lblkid -luuid
@@ -56,5 +62,5 @@ demo:
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean >/dev/null 2>&1
-	rm -f $(MAKE_CACHE)
+	rm -f $(MAKE_CACHE) $(SBEDIT)
 	$(MAKE) -C tests/unit clean 2>/dev/null || true

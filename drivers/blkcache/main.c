@@ -101,6 +101,7 @@ static int bkc_register(const char *buf, size_t len, bool quiet)
 	r = lookup_bdev(path, &devt);
 	if (r) {
 		pr_err("blkcache: %s: not a block device (%d)\n", path, r);
+		r = -EINVAL;
 		goto out;
 	}
 	sb = kzalloc(sizeof(*sb), GFP_KERNEL);
