@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# tests/vm/lib.sh - helpers for guest tests run by scripts/vm.
+#
+# A guest test starts with
+#	. "$BKC_REPO/tests/vm/lib.sh"
+# which turns on `set -euo pipefail` and installs an EXIT trap that runs the
+# cleanups registered with on_exit, saves dmesg into $BKC_RESULTS and fails
+# the test if the kernel log shows a BUG, an oops, a WARNING or a call trace.
+#
+# Environment from scripts/vm: BKC_HDDS BKC_SSD BKC_SCRATCH BKC_REPO
+# BKC_RESULTS BKC_KVER BKC_KO.
+
+set -euo pipefail
+
+: "${BKC_REPO:?not in a blkcache VM (run it with scripts/vm)}"
+: "${BKC_RESULTS:?not in a blkcache VM (run it with scripts/vm)}"
+
+BKC_TEST=${BKC_TEST:-$(basename "$0" .sh)}
+# scripts/vm passes a copy of the module taken when the VM started.
+BKC_KO=${BKC_KO:-$BKC_REPO/drivers/blkcache/blkcache.ko}
+# shellcheck disable=SC2034  # for the tests
+make_cache=$BKC_REPO/tools/make-cache/make-cache
+BKC_MD=/dev/md0
+
+# Without udev in the guest, libdevmapper must create the /dev/mapper nodes.
+export DM_DISABLE_UDEV=1
+
+log() {
+	printf '[%(%T)T] %s: %s\n' -1 "$BKC_TEST" "$*"
+}
+
+fail() {
+	printf 'FAIL: %s: %s\n' "$BKC_TEST" "$*" >&2
+	exit 1
+}
+
+# Runs "$@" and fails the test with its output if it does not fail.
+must_fail() {
+	local out
+	if out=$("$@" 2>&1); then
+		printf '%s\n' "$out" >&2
+		fail "expected failure: $*"
+	fi
+}
+
+# on_exit CMD...: run CMD (a string, eval'ed) when the test exits, last
+# registered first.  Cleanup failures are reported but do not mask the
+# test's own status.
+BKC_ON_EXIT=()
+on_exit() {
+	BKC_ON_EXIT=("$*" "${BKC_ON_EXIT[@]}")
+}
+
+# check_dmesg: fails (returns 1) if the kernel log shows a BUG, an oops, a
+# WARNING or a call trace, printing the offending lines.
+check_dmesg() {
+	local bad
+	bad=$(dmesg | grep -E 'BUG:|Oops|WARNING:|Call Trace' || true)
+	[ -z "$bad" ] && return 0
+	printf 'FAIL: %s: kernel log shows:\n%s\n' "$BKC_TEST" "$bad" >&2
+	return 1
+}
+
+# shellcheck disable=SC2317  # runs from the EXIT trap
+bkc_on_exit() {
+	local rc=$? c
+	set +e
+	trap - EXIT
+	for c in "${BKC_ON_EXIT[@]}"; do
+		eval "$c" || log "cleanup failed: $c"
+	done
+	dmesg >"$BKC_RESULTS/dmesg-$BKC_TEST.txt" 2>&1
+	check_dmesg || { [ "$rc" != 0 ] || rc=1; }
+	if [ "$rc" = 0 ]; then
+		log PASS
+	else
+		log "FAILED (status $rc)"
+	fi
+	exit "$rc"
+}
+trap bkc_on_exit EXIT
+
+# wait_for PATH [TIMEOUT]: wait until PATH exists (default 10 s).
+wait_for() {
+	local path=$1 t=${2:-10} i
+	for ((i = 0; i < t * 10; i++)); do
+		[ -e "$path" ] && return 0
+		sleep 0.1
+	done
+	fail "$path did not appear within ${t}s"
+}
+
+# wait_gone PATH [TIMEOUT]: wait until PATH no longer exists (default 10 s).
+wait_gone() {
+	local path=$1 t=${2:-10} i
+	for ((i = 0; i < t * 10; i++)); do
+		[ -e "$path" ] || return 0
+		sleep 0.1
+	done
+	fail "$path still there after ${t}s"
+}
+
+# dmsetup without udev: no udev cookies, then create the /dev/mapper nodes.
+dmsetup() {
+	local rc=0
+	command dmsetup --noudevsync --noudevrules "$@" || rc=$?
+	command dmsetup mknodes >/dev/null 2>&1 || true
+	return "$rc"
+}
+
+# Loads a kernel module, failing the test if it cannot be loaded.
+need_module() {
+	local m
+	for m in "$@"; do
+		modprobe "$m" || fail "modprobe $m failed"
+	done
+}
+
+# bkc_load: load blkcache.ko from the tree and its in-tree dependencies.
+# Already loaded is fine.
+bkc_load() {
+	local vermagic deps kver
+	[ -d /sys/module/blkcache ] && return 0
+	[ -f "$BKC_KO" ] || fail "blkcache.ko missing: run make on the host"
+	kver=$(uname -r)
+	vermagic=$(modinfo -F vermagic "$BKC_KO")
+	[ "${vermagic%% *}" = "$kver" ] ||
+		fail "blkcache.ko is built for ${vermagic%% *}, this VM runs $kver (make KVER=$kver)"
+	deps=$(modinfo -F depends "$BKC_KO")
+	if modinfo -F filename libcrc32c >/dev/null 2>&1; then
+		deps+=${deps:+,}libcrc32c
+	fi
+	# shellcheck disable=SC2086  # split the comma list
+	[ -z "$deps" ] || need_module ${deps//,/ }
+	insmod "$BKC_KO" || fail "insmod $BKC_KO failed"
+	wait_for /sys/module/blkcache 5
+	log "blkcache loaded"
+}
+
+# bkc_unload: remove the module; fails the test if that is refused.
+bkc_unload() {
+	[ -d /sys/module/blkcache ] || return 0
+	rmmod blkcache || fail "rmmod blkcache failed (refcnt $(cat /sys/module/blkcache/refcnt 2>/dev/null))"
+	wait_gone /sys/module/blkcache 5
+	log "blkcache unloaded"
+}
+
+# make_raid5 [CHUNK_KiB]: md RAID5 over the three HDDs as /dev/md0
+# (metadata 1.2, chunk 64 KiB by default, no initial resync).
+make_raid5() {
+	local chunk=${1:-64} hdds
+	need_module raid456
+	read -r -a hdds <<<"$BKC_HDDS"
+	[ "${#hdds[@]}" = 3 ] || fail "expected 3 HDDs, got '$BKC_HDDS'"
+	mdadm --create "$BKC_MD" --run --quiet --level=5 --raid-devices=3 \
+		--assume-clean --metadata=1.2 --chunk="${chunk}K" "${hdds[@]}" \
+		</dev/null || fail "mdadm --create failed"
+	wait_for "$BKC_MD"
+	wait_for /sys/block/md0/md/array_state
+	log "RAID5 $BKC_MD over $BKC_HDDS, chunk ${chunk}K," \
+		"$(($(cat /sys/block/md0/size) / 2048)) MiB"
+}
+
+# stop_raid [--zero]: stop /dev/md0; with --zero also wipe the members'
+# md superblocks.
+stop_raid() {
+	local hdds
+	[ -e /sys/block/md0 ] || return 0
+	mdadm --stop "$BKC_MD" || fail "mdadm --stop $BKC_MD failed"
+	if [ "${1:-}" = --zero ]; then
+		read -r -a hdds <<<"$BKC_HDDS"
+		mdadm --zero-superblock "${hdds[@]}" || fail "mdadm --zero-superblock failed"
+	fi
+}
+
+# dev_bytes DEV: size of a block device in bytes.
+dev_bytes() {
+	blockdev --getsize64 "$1"
+}
