@@ -81,6 +81,8 @@ bkc_on_exit() {
 	exit "$rc"
 }
 trap bkc_on_exit EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 # wait_for PATH [TIMEOUT]: wait until PATH exists (default 10 s).
 wait_for() {
