@@ -62,18 +62,19 @@ void bkc_reap(void)
 	}
 }
 
-static bool bkc_devt_registered(dev_t devt)
+/* The registered device with number @devt, or NULL. */
+static struct block_device *bkc_devt_registered(dev_t devt)
 {
 	struct bkc_backing *b;
 	struct bkc_set *set;
 
 	list_for_each_entry(set, &bkc_sets, list)
 		if (set->dev.bdev->bd_dev == devt)
-			return true;
+			return set->dev.bdev;
 	list_for_each_entry(b, &bkc_backings, list)
 		if (b->dev.bdev->bd_dev == devt)
-			return true;
-	return false;
+			return b->dev.bdev;
+	return NULL;
 }
 
 /*
@@ -83,6 +84,7 @@ static bool bkc_devt_registered(dev_t devt)
 static int bkc_register(const char *buf, size_t len, bool quiet)
 {
 	struct bkc_sb_info *sb = NULL;
+	struct block_device *reg;
 	struct bkc_bdev dev = {};
 	const char *why;
 	char *copy, *path;
@@ -111,10 +113,11 @@ static int bkc_register(const char *buf, size_t len, bool quiet)
 	}
 
 	mutex_lock(&bkc_lock);
-	if (bkc_devt_registered(devt)) {
+	reg = bkc_devt_registered(devt);
+	if (reg) {
 		r = 0;
 		if (!quiet) {
-			pr_err("blkcache: %s: already registered\n", path);
+			bkc_err(reg, "already registered");
 			r = -EBUSY;
 		}
 		goto unlock;
