@@ -51,4 +51,21 @@ static inline bool is_power_of_2(unsigned long long n)
 
 u32 bkc_crc32c(u32 seed, const void *p, size_t len);
 
+#include <stdlib.h>
+
+static inline void *bkc_kvzalloc(size_t size)
+{
+	return calloc(1, size ? size : 1);
+}
+
+static inline void bkc_kvfree(void *p)
+{
+	free(p);
+}
+
+static inline u64 bkc_div64(u64 a, u64 b)
+{
+	return a / b;
+}
+
 #endif /* _BKC_SHIM_H */

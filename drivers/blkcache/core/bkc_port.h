@@ -18,9 +18,29 @@
 #include <asm/byteorder.h>
 #include <linux/crc32c.h>
 
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/math64.h>
+
 static inline u32 bkc_crc32c(u32 seed, const void *p, size_t len)
 {
 	return crc32c(seed, p, len);
+}
+
+/* Set-up time allocations only (init, open, replay); never in I/O paths. */
+static inline void *bkc_kvzalloc(size_t size)
+{
+	return kvzalloc(size, GFP_KERNEL);
+}
+
+static inline void bkc_kvfree(void *p)
+{
+	kvfree(p);
+}
+
+static inline u64 bkc_div64(u64 a, u64 b)
+{
+	return div64_u64(a, b);
 }
 #else
 #include "bkc_shim.h"
