@@ -1,0 +1,758 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# tests/vm/bench.sh - guest side of scripts/bench (run it through
+# scripts/bench, not tests/vm/run: it is a benchmark, not a test).
+#
+#   bench.sh [--runtime SEC] [--drain-mib MIB] [--fill-cap SEC]
+#            [--drain-cap SEC] [--configs cfg,cfg,...]
+#
+# Runs the same fio/ioping jobs on each configuration in turn and appends
+# one line per figure to $BKC_RESULTS/raw.csv:
+#	config,metric,value,note
+# value is a number, ">N" (a capped wait) or "n/a".  A configuration that
+# cannot be set up records why and n/a; the others still run.  The host
+# (scripts/bench) turns raw.csv into the table, the CSV and the chart.
+# Configurations: see CONFIGS below.  Layout on every device under test:
+#	[0, 256M)          random jobs (randwrite, randrw), background writer
+#	[256M, 384M)       hot-read region, written sequentially just before
+#	[384M, 384M+DRAIN) drain region (DRAIN <= 512M), fresh cache
+#	[1G, 2G)           1 MiB sequential writes
+. "$BKC_REPO/tests/vm/lib.sh"
+
+CONFIGS=(raw-ssd raw-md0 bcache dm-writecache dm-cache blkcache-wb blkcache-wt)
+
+RUNTIME=10
+DRAIN_MIB=512
+FILL_CAP=120
+DRAIN_CAP=600
+SELECTED=("${CONFIGS[@]}")
+
+OUT=$BKC_RESULTS
+RAW=$OUT/raw.csv
+INFO=$OUT/configs.txt
+ERRORS=$OUT/errors.txt
+FIODIR=$OUT/fio
+REASON_FILE=/tmp/bench-reason
+BG_PID_FILE=/tmp/bench-bg.pid
+
+MIB=$((1024 * 1024))
+RAND_OFF=0
+RAND_SIZE=$((256 * MIB))
+HOT_OFF=$((256 * MIB))
+HOT_SIZE=$((128 * MIB))
+DRAIN_OFF=$((384 * MIB))
+SEQ_OFF=$((1024 * MIB))
+SEQ_SIZE=$((1024 * MIB))
+NEED_BYTES=$((SEQ_OFF + SEQ_SIZE))
+
+# dm-cache geometry: metadata device size and cache block size (sectors).
+DMC_META_MIB=32
+DMC_BLOCK_SECTORS=64
+# What the drains raise for bcache (sectors/s) and dm-cache (sectors).
+BCACHE_RATE_MIN=1048576
+DMC_MIGRATION_THRESHOLD=1048576
+
+SSD=$BKC_SSD
+MD=$BKC_MD
+CFG=
+DEV=
+SET_UUID=
+HAVE_MD=
+INFO_OFF=
+DRAIN_NA=
+
+# lib.sh's fail() ends the whole script; here it ends only the subshell of
+# the current configuration, after recording why.
+fail() {
+	printf 'bench: %s: %s\n' "${CFG:-setup}" "$*" >&2
+	printf '%s\n' "$*" >"$REASON_FILE"
+	exit 1
+}
+
+usage() {
+	sed -n '4,8s/^# \{0,1\}//p' "$0"
+}
+
+parse_args() {
+	local list c ok
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--runtime) RUNTIME=$2; shift 2 ;;
+		--drain-mib) DRAIN_MIB=$2; shift 2 ;;
+		--fill-cap) FILL_CAP=$2; shift 2 ;;
+		--drain-cap) DRAIN_CAP=$2; shift 2 ;;
+		--configs) IFS=, read -r -a SELECTED <<<"$2"; shift 2 ;;
+		*) usage >&2; fail "unknown argument '$1'" ;;
+		esac
+	done
+	for c in RUNTIME DRAIN_MIB FILL_CAP DRAIN_CAP; do
+		[[ ${!c} =~ ^[1-9][0-9]*$ ]] || fail "$c must be a positive integer"
+	done
+	[ "$DRAIN_MIB" -le 512 ] || fail "--drain-mib is at most 512"
+	list=" ${CONFIGS[*]} "
+	for c in "${SELECTED[@]}"; do
+		ok=${list/ $c /}
+		[ "$ok" != "$list" ] || fail "unknown configuration '$c'"
+	done
+}
+
+# put METRIC VALUE [NOTE]: one figure of the current configuration.
+put() {
+	local note=${3:-}
+	note=${note//,/;}
+	printf '%s,%s,%s,%s\n' "$CFG" "$1" "$2" "$note" >>"$RAW"
+	log "$CFG: $1 = $2${note:+ ($note)}"
+}
+
+# info TEXT: how the current configuration is set up (configs.txt).
+info() {
+	[ -n "$INFO_OFF" ] || printf '%s: %s\n' "$CFG" "$*" >>"$INFO"
+	log "$CFG: $*"
+}
+
+error() {
+	printf '%s: %s\n' "$CFG" "$*" >>"$ERRORS"
+	log "$CFG: ERROR: $*"
+}
+
+now_us() {
+	local t=$EPOCHREALTIME
+	echo $((10#${t/./}))
+}
+
+# secs_since T0_US: elapsed seconds with one decimal.
+secs_since() {
+	local d=$(($(now_us) - $1))
+	printf '%d.%d' $((d / 1000000)) $((d % 1000000 / 100000))
+}
+
+# Writes VALUE to a sysfs attribute, failing the configuration if refused.
+sysfs_set() {
+	echo "$2" >"$1" 2>/dev/null || fail "cannot write '$2' to $1"
+}
+
+# to_mib HUMAN: "0", "512", "1.5k", "20.0M", "1.2G" -> MiB (integer, rounded).
+to_mib() {
+	awk -v v="$1" 'BEGIN {
+		m = 1; u = substr(v, length(v), 1)
+		if (u ~ /[kKMGTP]/) { v = substr(v, 1, length(v) - 1) }
+		if (u == "k" || u == "K") m = 1024
+		if (u == "M") m = 1024 ^ 2
+		if (u == "G") m = 1024 ^ 3
+		if (u == "T") m = 1024 ^ 4
+		if (v !~ /^[0-9]+(\.[0-9]+)?$/) { print "n/a"; exit }
+		b = v * m
+		if (b > 0 && b < 1024 * 1024) { print "<1"; exit }
+		printf "%.0f\n", b / 1024 / 1024 }'
+}
+
+# ---------------------------------------------------------------------------
+# Clean slate between configurations: every cache stopped, every signature
+# gone.  Best effort, never fails.
+
+teardown_all() {
+	local d i pid
+	# A background writer left by a configuration that failed.
+	if [ -s "$BG_PID_FILE" ]; then
+		read -r pid <"$BG_PID_FILE"
+		kill "$pid" 2>/dev/null || true
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		rm -f "$BG_PID_FILE"
+	fi
+	if [ -e /sys/block/bcache0/bcache/stop ]; then
+		echo 1 >/sys/block/bcache0/bcache/stop 2>/dev/null || true
+	fi
+	for d in /sys/fs/bcache/*-*-*-*-*; do
+		[ -d "$d" ] || continue
+		echo 1 >"$d/unregister" 2>/dev/null || true
+	done
+	if [ -e /sys/block/cache0/cache/stop ]; then
+		echo 1 >/sys/block/cache0/cache/stop 2>/dev/null || true
+	fi
+	for d in /sys/fs/blkcache/*-*-*-*-*; do
+		[ -d "$d" ] || continue
+		echo 1 >"$d/unregister" 2>/dev/null || true
+	done
+	for d in bkc-wc bkc-cache bkc-cmeta bkc-cdata; do
+		[ -e "/dev/mapper/$d" ] || continue
+		dmsetup remove --retry "$d" >/dev/null 2>&1 || log "cannot remove dm device $d"
+	done
+	# Stopping is asynchronous for bcache and blkcache.
+	for ((i = 0; i < 300; i++)); do
+		[ -e /sys/block/bcache0 ] || [ -e /sys/block/cache0 ] ||
+			compgen -G '/sys/fs/bcache/*-*-*-*-*' >/dev/null ||
+			compgen -G '/sys/fs/blkcache/*-*-*-*-*' >/dev/null || break
+		sleep 0.1
+	done
+	[ "$i" -lt 300 ] || log "caches still present after 30s of teardown"
+	wipe_dev "$SSD"
+	[ -z "$HAVE_MD" ] || wipe_dev "$MD"
+}
+
+wipe_dev() {
+	wipefs -a -q "$1" >/dev/null 2>&1 || log "wipefs $1 failed"
+	dd if=/dev/zero of="$1" bs=1M count=16 oflag=direct status=none ||
+		log "zeroing the start of $1 failed"
+}
+
+# ---------------------------------------------------------------------------
+# Configurations.  setup_<cfg> sets DEV (and fails the configuration with
+# the reason if it cannot); the hooks below do nothing where a
+# configuration has no such knob.
+
+setup_raw-ssd() {
+	DEV=$SSD
+	info "the SSD itself ($SSD, $(($(dev_bytes "$SSD") / MIB)) MiB)"
+}
+
+setup_raw-md0() {
+	DEV=$MD
+	info "md0: RAID5 over $BKC_HDDS, chunk $(($(cat /sys/block/md0/md/chunk_size) / 1024))K," \
+		"$(($(dev_bytes "$MD") / MIB)) MiB"
+}
+
+bcache_attr() {
+	echo "/sys/block/bcache0/bcache/$1"
+}
+
+setup_bcache() {
+	local out i cset mode
+	command -v make-bcache >/dev/null || fail "make-bcache missing (bcache-tools)"
+	need_module bcache
+	out=$(make-bcache --wipe-bcache -w 4k -b 512k --writeback -C "$SSD" -B "$MD" 2>&1) ||
+		fail "make-bcache failed: $out"
+	# No udev in the guest: register both devices by hand.
+	echo "$SSD" >/sys/fs/bcache/register 2>/dev/null || fail "registering $SSD with bcache failed"
+	echo "$MD" >/sys/fs/bcache/register 2>/dev/null || fail "registering $MD with bcache failed"
+	wait_for /dev/bcache0 20
+	for ((i = 0; i < 100; i++)); do
+		[ -e "$(bcache_attr cache)" ] && break
+		sleep 0.1
+	done
+	[ -e "$(bcache_attr cache)" ] || fail "bcache0 did not attach to its cache set"
+	cset=$(basename "$(readlink -f "$(bcache_attr cache)")")
+	sysfs_set "$(bcache_attr cache_mode)" writeback
+	mode=$(<"$(bcache_attr cache_mode)")
+	[[ $mode == *"[writeback]"* ]] || fail "bcache cache_mode is '$mode', not writeback"
+	# TCG's latencies would otherwise trip bcache's congestion bypass.
+	sysfs_set "/sys/fs/bcache/$cset/congested_read_threshold_us" 0
+	sysfs_set "/sys/fs/bcache/$cset/congested_write_threshold_us" 0
+	sysfs_set "$(bcache_attr writeback_delay)" 0
+	DEV=/dev/bcache0
+	info "make-bcache -w 4k -b 512k --writeback -C $SSD -B $MD; registered through" \
+		"/sys/fs/bcache/register; cache_mode '$mode';" \
+		"sequential_cutoff $(<"$(bcache_attr sequential_cutoff)");" \
+		"writeback_percent $(<"$(bcache_attr writeback_percent)");" \
+		"congested_{read,write}_threshold_us 0; writeback_delay 0;" \
+		"data offset 8 KiB (make-bcache default); state $(<"$(bcache_attr state)")"
+}
+
+setup_dm-writecache() {
+	local sectors
+	need_module dm_mod dm_writecache
+	sectors=$(blockdev --getsz "$MD")
+	dmsetup create bkc-wc --table "0 $sectors writecache s $MD $SSD 4096 0" ||
+		fail "dmsetup create of the writecache target failed"
+	wait_for /dev/mapper/bkc-wc
+	DEV=/dev/mapper/bkc-wc
+	info "dmsetup table '$(dmsetup table bkc-wc)' (SSD mode; 4096-byte blocks;" \
+		"default watermarks high 50 / low 45)"
+}
+
+setup_dm-cache() {
+	local sectors ssd_sectors meta data table
+	need_module dm_mod dm_cache dm_cache_smq
+	sectors=$(blockdev --getsz "$MD")
+	ssd_sectors=$(blockdev --getsz "$SSD")
+	meta=$((DMC_META_MIB * 2048))
+	data=$((ssd_sectors - meta))
+	dmsetup create bkc-cmeta --table "0 $meta linear $SSD 0" ||
+		fail "dm-linear for the dm-cache metadata failed"
+	dmsetup create bkc-cdata --table "0 $data linear $SSD $meta" ||
+		fail "dm-linear for the dm-cache data failed"
+	wait_for /dev/mapper/bkc-cmeta
+	wait_for /dev/mapper/bkc-cdata
+	dd if=/dev/zero of=/dev/mapper/bkc-cmeta bs=1M count=$DMC_META_MIB \
+		oflag=direct status=none || fail "cannot zero the dm-cache metadata"
+	table="0 $sectors cache /dev/mapper/bkc-cmeta /dev/mapper/bkc-cdata $MD"
+	table+=" $DMC_BLOCK_SECTORS 1 writeback smq 0"
+	dmsetup create bkc-cache --table "$table" ||
+		fail "dmsetup create of the cache target (smq, writeback) failed"
+	wait_for /dev/mapper/bkc-cache
+	DEV=/dev/mapper/bkc-cache
+	info "SSD split by dm-linear into ${DMC_META_MIB} MiB zeroed metadata and" \
+		"$((data / 2048)) MiB data; dmsetup table '$(dmsetup table bkc-cache)'" \
+		"(block $((DMC_BLOCK_SECTORS / 2)) KiB, default migration_threshold)"
+}
+
+blkcache_attr() {
+	echo "/sys/block/cache0/cache/$1"
+}
+
+# knobs DIR: the names in DIR on one line.
+knobs() {
+	local f out=
+	for f in "$1"/*; do
+		out+="${out:+ }${f##*/}"
+	done
+	echo "$out"
+}
+
+setup_blkcache() {
+	local mode=$1 out cur
+	bkc_load
+	out=$("$make_cache" --wipe -C "$SSD" -B "$MD" "--$mode" 2>&1) ||
+		fail "make-cache --$mode failed: $out"
+	SET_UUID=$(sed -n 's/^Set UUID: *//p' <<<"$out")
+	wait_for /dev/cache0 20
+	cur=$(<"$(blkcache_attr cache_mode)")
+	[[ $cur == *"[$mode]"* ]] || fail "cache0 cache_mode is '$cur', not $mode"
+	DEV=/dev/cache0
+	info "make-cache --wipe -C $SSD -B $MD --$mode; set $SET_UUID; cache_mode '$cur';" \
+		"state $(<"$(blkcache_attr state)"); knobs present:" \
+		"$(knobs /sys/block/cache0/cache)"
+}
+
+setup_blkcache-wb() {
+	setup_blkcache writeback
+}
+
+setup_blkcache-wt() {
+	setup_blkcache writethrough
+}
+
+# The knob that holds sequential streams out of the cache, if any.
+cutoff_attr() {
+	case $CFG in
+	bcache) bcache_attr sequential_cutoff ;;
+	blkcache-*) blkcache_attr sequential_cutoff ;;
+	esac
+}
+
+# Whether the configuration can hold dirty data (has a drain figure).
+has_drain() {
+	case $CFG in
+	bcache|dm-writecache|dm-cache|blkcache-wb) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
+# dm_status_field NAME N: the Nth word of `dmsetup status NAME`.
+dm_status_field() {
+	local s
+	read -r -a s <<<"$(dmsetup status "$1")"
+	echo "${s[$2 - 1]}"
+}
+
+# dirty_mib: dirty data in the cache now, in MiB ("n/a" if unknown).
+dirty_mib() {
+	local f n free
+	case $CFG in
+	bcache) to_mib "$(<"$(bcache_attr dirty_data)")" ;;
+	blkcache-*)
+		f=$(blkcache_attr dirty_data)
+		if [ -r "$f" ]; then to_mib "$(<"$f")"; else echo n/a; fi
+		;;
+	dm-writecache)
+		# Written-back blocks are freed, so used = dirty (incl. in flight).
+		n=$(dm_status_field bkc-wc 5)
+		free=$(dm_status_field bkc-wc 6)
+		echo $(((n - free) * 4096 / MIB))
+		;;
+	dm-cache)
+		n=$(dm_status_field bkc-cache 14)
+		echo $((n * DMC_BLOCK_SECTORS * 512 / MIB))
+		;;
+	*) echo n/a ;;
+	esac
+}
+
+# dirty_zero: true when the cache reports no dirty data at all.
+dirty_zero() {
+	local n free
+	case $CFG in
+	bcache) [ "$(<"$(bcache_attr dirty_data)")" = 0 ] ||
+		[ "$(to_mib "$(<"$(bcache_attr dirty_data)")")" = 0 ] ;;
+	blkcache-*) [ "$(<"$(blkcache_attr dirty_data)")" = 0 ] ;;
+	dm-writecache)
+		n=$(dm_status_field bkc-wc 5)
+		free=$(dm_status_field bkc-wc 6)
+		[ "$n" = "$free" ] && [ "$(dm_status_field bkc-wc 7)" = 0 ]
+		;;
+	dm-cache) [ "$(dm_status_field bkc-cache 14)" = 0 ] ;;
+	esac
+}
+
+# drain_prepare: keep writeback from starting during the fill.  Returns 1
+# (with DRAIN_NA set) when the drain cannot be measured.
+drain_prepare() {
+	case $CFG in
+	bcache) sysfs_set "$(bcache_attr writeback_running)" 0 ;;
+	blkcache-wb)
+		if [ ! -e "$(blkcache_attr writeback_percent)" ]; then
+			DRAIN_NA="no writeback_percent knob yet"
+			return 1
+		fi
+		if [ ! -r "$(blkcache_attr dirty_data)" ]; then
+			DRAIN_NA="no dirty_data attribute"
+			return 1
+		fi
+		if [ -e "$(blkcache_attr writeback_running)" ]; then
+			sysfs_set "$(blkcache_attr writeback_running)" 0
+		fi
+		;;
+	esac
+	return 0
+}
+
+# drain_start: let writeback run flat out; logs what it set.
+drain_start() {
+	case $CFG in
+	bcache)
+		sysfs_set "$(bcache_attr writeback_percent)" 0
+		sysfs_set "$(bcache_attr writeback_rate_minimum)" "$BCACHE_RATE_MIN"
+		sysfs_set "$(bcache_attr writeback_running)" 1
+		info "drain: writeback_percent 0, writeback_rate_minimum $BCACHE_RATE_MIN" \
+			"sectors/s, writeback_running 1 (0 during the fill), writeback_delay 0"
+		;;
+	dm-writecache)
+		if dmsetup message bkc-wc 0 cleaner; then
+			info "drain: 'dmsetup message bkc-wc 0 cleaner', polling status until no block is used"
+		else
+			info "drain: no cleaner message; 'dmsetup message bkc-wc 0 flush' in the background"
+			dmsetup message bkc-wc 0 flush &
+		fi
+		;;
+	dm-cache)
+		dmsetup message bkc-cache 0 migration_threshold "$DMC_MIGRATION_THRESHOLD" ||
+			fail "cannot raise migration_threshold"
+		info "drain: migration_threshold $DMC_MIGRATION_THRESHOLD sectors," \
+			"polling the status dirty count"
+		;;
+	blkcache-wb)
+		sysfs_set "$(blkcache_attr writeback_percent)" 0
+		if [ -e "$(blkcache_attr writeback_running)" ]; then
+			sysfs_set "$(blkcache_attr writeback_running)" 1
+		fi
+		info "drain: writeback_percent 0, polling dirty_data"
+		;;
+	esac
+}
+
+teardown_cfg() {
+	case $CFG in
+	bcache)
+		echo 1 >"$(bcache_attr stop)"
+		wait_gone /sys/block/bcache0 60
+		local d
+		for d in /sys/fs/bcache/*-*-*-*-*; do
+			[ -d "$d" ] || continue
+			echo 1 >"$d/unregister"
+			wait_gone "$d" 60
+		done
+		;;
+	dm-writecache) dmsetup remove --retry bkc-wc ;;
+	dm-cache)
+		dmsetup remove --retry bkc-cache
+		dmsetup remove --retry bkc-cdata
+		dmsetup remove --retry bkc-cmeta
+		;;
+	blkcache-*)
+		echo 1 >"$(blkcache_attr stop)"
+		wait_gone /dev/cache0 60
+		if [ -e "/sys/fs/blkcache/$SET_UUID/unregister" ]; then
+			echo 1 >"/sys/fs/blkcache/$SET_UUID/unregister"
+		elif [ -e "/sys/fs/blkcache/$SET_UUID/stop" ]; then
+			echo 1 >"/sys/fs/blkcache/$SET_UUID/stop"
+		fi
+		wait_gone "/sys/fs/blkcache/$SET_UUID" 60
+		;;
+	esac
+	DEV=
+}
+
+# ---------------------------------------------------------------------------
+# Jobs.
+
+# fio_run NAME ARGS...: runs one fio job on $DEV, JSON in $FIODIR; returns
+# fio's status.
+fio_run() {
+	local name=$1 rc=0
+	shift
+	FIO_JSON=$FIODIR/$CFG-$name.json
+	timeout -k 10 $((RUNTIME + FILL_CAP + 300)) \
+		fio --output-format=json --output="$FIO_JSON" --name="$name" \
+		--filename="$DEV" --direct=1 --group_reporting "$@" \
+		>"$FIODIR/$CFG-$name.log" 2>&1 || rc=$?
+	[ "$rc" = 0 ] || error "fio $name failed (status $rc): $(tail -n 3 "$FIODIR/$CFG-$name.log" | tr '\n' ' ')"
+	return "$rc"
+}
+
+# jq_fio EXPR: evaluates EXPR on .jobs[0] of the last job's JSON.
+jq_fio() {
+	jq -r ".jobs[0] | $1" "$FIO_JSON"
+}
+
+iops() {
+	jq_fio '(.read.iops + .write.iops) | round'
+}
+
+job_rand() {
+	local metric=$1
+	shift
+	if fio_run "$metric" --ioengine=libaio --bs=4k --offset=$RAND_OFF --size=$RAND_SIZE \
+		--time_based --runtime="$RUNTIME" "$@"; then
+		put "$metric" "$(iops)"
+	else
+		put "$metric" n/a "fio failed"
+	fi
+}
+
+# restore_cutoff ATTR OLD: puts back a value read from ATTR, which may be
+# human readable ("4.0M") where the attribute only takes a number.
+restore_cutoff() {
+	local b
+	echo "$2" >"$1" 2>/dev/null && return 0
+	b=$(awk -v v="$2" 'BEGIN {
+		u = substr(v, length(v), 1); m = 1
+		if (u == "k") m = 1024; if (u == "M") m = 1024 ^ 2; if (u == "G") m = 1024 ^ 3
+		if (m > 1) v = substr(v, 1, length(v) - 1)
+		printf "%.0f\n", v * m }')
+	sysfs_set "$1" "$b"
+}
+
+# Hot reads: write the region sequentially (with the sequential bypass off,
+# so that it lands in the cache), then 4k random reads over it.
+job_hot() {
+	local attr old=
+	attr=$(cutoff_attr)
+	if [ -n "$attr" ] && [ -e "$attr" ]; then
+		old=$(<"$attr")
+		sysfs_set "$attr" 0
+	fi
+	if ! fio_run hotprep --ioengine=libaio --rw=write --bs=1M --iodepth=4 \
+		--offset=$HOT_OFF --size=$HOT_SIZE; then
+		put hotread n/a "preparing write failed"
+		[ -z "$old" ] || restore_cutoff "$attr" "$old"
+		return
+	fi
+	[ -z "$old" ] || restore_cutoff "$attr" "$old"
+	if fio_run hotread --ioengine=libaio --rw=randread --bs=4k --iodepth=8 \
+		--offset=$HOT_OFF --size=$HOT_SIZE --time_based --runtime="$RUNTIME"; then
+		put hotread "$(iops)" "${old:+sequential_cutoff 0 while writing it}"
+	else
+		put hotread n/a "fio failed"
+	fi
+}
+
+# ioping_avg: QD1 4k direct reads in the hot region, 20 requests 0.1 s
+# apart (the first is warm-up); prints the average in µs.
+ioping_avg() {
+	local s
+	read -r -a s < <(ioping -B -D -c 21 -i 0.1 -s 4k -o "$HOT_OFF" -S "$HOT_SIZE" "$DEV")
+	[ "${#s[@]}" -ge 6 ] || return 1
+	echo $(((s[5] + 500) / 1000))
+}
+
+# wait_writing DEV: waits (max 30 s) until DEV completes writes.
+wait_writing() {
+	local stat s w0 i
+	stat=/sys/dev/block/$(printf '%d:%d' "0x$(stat -L -c %t "$1")" "0x$(stat -L -c %T "$1")")/stat
+	read -r -a s <"$stat"
+	w0=${s[4]}
+	for ((i = 0; i < 300; i++)); do
+		sleep 0.1
+		read -r -a s <"$stat"
+		[ "${s[4]}" = "$w0" ] || return 0
+	done
+	return 1
+}
+
+job_latency() {
+	local v pid
+	if v=$(ioping_avg); then
+		put lat_idle "$v"
+	else
+		put lat_idle n/a "ioping failed"
+		error "ioping failed"
+	fi
+	# The same while a 4k random writer (QD4) runs in the random region.
+	fio --name=bgwrite --filename="$DEV" --direct=1 --ioengine=libaio \
+		--rw=randwrite --bs=4k --iodepth=4 --offset=$RAND_OFF --size=$RAND_SIZE \
+		--time_based --runtime=120 >"$FIODIR/$CFG-bgwrite.log" 2>&1 &
+	pid=$!
+	echo "$pid" >"$BG_PID_FILE"
+	if ! wait_writing "$DEV"; then
+		put lat_load n/a "background writer did not start"
+	elif v=$(ioping_avg); then
+		put lat_load "$v"
+	else
+		put lat_load n/a "ioping failed"
+	fi
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	rm -f "$BG_PID_FILE"
+}
+
+job_seq() {
+	if fio_run seqwrite --ioengine=libaio --rw=write --bs=1M --iodepth=4 \
+		--offset=$SEQ_OFF --size=$SEQ_SIZE --time_based --runtime="$RUNTIME"; then
+		put seqwrite "$(jq_fio '.write.bw_bytes / 1000000 | round')"
+	else
+		put seqwrite n/a "fio failed"
+	fi
+}
+
+# The drain: on a freshly set up cache, 4k random writes cover the drain
+# region exactly once (fio's random map), capped at FILL_CAP s; then time
+# until the cache reports no dirty data, capped at DRAIN_CAP s.
+job_drain() {
+	local written d0 t0 t d
+	DRAIN_NA=
+	if ! drain_prepare; then
+		put drain_s n/a "$DRAIN_NA"
+		return
+	fi
+	if ! fio_run fill --ioengine=libaio --rw=randwrite --bs=4k --iodepth=16 \
+		--offset=$DRAIN_OFF --size=$((DRAIN_MIB * MIB)) --runtime="$FILL_CAP"; then
+		put drain_s n/a "fill failed"
+		return
+	fi
+	written=$(jq_fio '.write.io_bytes / 1048576 | round')
+	d0=$(dirty_mib)
+	put fill_mib "$written" \
+		"$(jq_fio '.write.runtime / 1000 | round')s at $(jq_fio '.write.iops | round') IOPS"
+	put drain_dirty_mib "$d0"
+	if [ "$d0" = n/a ]; then
+		put drain_s n/a "dirty data cannot be read"
+		return
+	fi
+	if [ "$d0" = 0 ] && dirty_zero; then
+		put drain_s n/a "no dirty data after the fill"
+		return
+	fi
+	drain_start
+	t0=$(now_us)
+	while ! dirty_zero; do
+		t=$(secs_since "$t0")
+		if [ "${t%.*}" -ge "$DRAIN_CAP" ]; then
+			d=$(dirty_mib)
+			put drain_s ">$DRAIN_CAP" "$d MiB still dirty"
+			return
+		fi
+		sleep 1
+	done
+	put drain_s "$(secs_since "$t0")"
+	wait 2>/dev/null || true
+}
+
+# ---------------------------------------------------------------------------
+
+# run_config CFG: set up, every job, tear down; then the drain on a fresh
+# setup.  Runs in a subshell: a failure ends only this configuration.
+run_config() {
+	local bytes
+	"setup_$CFG"
+	bytes=$(dev_bytes "$DEV")
+	[ "$bytes" -ge "$NEED_BYTES" ] ||
+		fail "$DEV has $bytes bytes, the jobs need $NEED_BYTES"
+	job_rand randwrite --rw=randwrite --iodepth=8
+	job_rand randrw8 --ioengine=psync --rw=randrw --numjobs=8
+	job_rand randrw1 --ioengine=psync --rw=randrw --numjobs=1
+	job_hot
+	job_latency
+	job_seq
+	if has_drain; then
+		teardown_cfg
+		teardown_all
+		log "$CFG: fresh setup for the drain"
+		INFO_OFF=1
+		"setup_$CFG"
+		INFO_OFF=
+		job_drain
+	elif [ "${CFG#raw}" != "$CFG" ]; then
+		put drain_s n/a "no cache"
+	else
+		put drain_s n/a "writethrough keeps no dirty data"
+	fi
+	teardown_cfg
+}
+
+# on_err LINE CMD: the ERR trap of a configuration's subshell; keeps the
+# innermost failure as the reason.
+on_err() {
+	[ -s "$REASON_FILE" ] || echo "line $1: '$2' failed" >"$REASON_FILE"
+}
+
+needs_md() {
+	[ "$1" != raw-ssd ]
+}
+
+main() {
+	local c rc t0 reason
+	parse_args "$@"
+	mkdir -p "$FIODIR"
+	: >"$RAW"
+	: >"$INFO"
+	: >"$ERRORS"
+	{
+		echo "kernel $(uname -r)"
+		echo "runtime ${RUNTIME}s per job; drain ${DRAIN_MIB} MiB, fill cap ${FILL_CAP}s, drain cap ${DRAIN_CAP}s"
+		echo "ssd $SSD $(($(dev_bytes "$SSD") / MIB)) MiB; hdds $BKC_HDDS"
+		echo "configs ${SELECTED[*]}"
+	} >"$OUT/meta.txt"
+	for c in "${SELECTED[@]}"; do
+		needs_md "$c" || continue
+		CFG=setup
+		rm -f "$REASON_FILE"
+		set +e
+		(set -e; make_raid5 64)
+		rc=$?
+		set -e
+		if [ "$rc" = 0 ]; then
+			HAVE_MD=1
+		else
+			reason=$(cat "$REASON_FILE" 2>/dev/null || echo "status $rc")
+			echo "setup: cannot create md0: $reason" >>"$ERRORS"
+		fi
+		break
+	done
+	for c in "${SELECTED[@]}"; do
+		CFG=$c
+		log "=== $CFG"
+		t0=$SECONDS
+		rm -f "$REASON_FILE"
+		if needs_md "$c" && [ -z "$HAVE_MD" ]; then
+			put setup n/a "md0 could not be created"
+			continue
+		fi
+		teardown_all
+		set +e
+		(
+			set -eE
+			trap 'on_err $LINENO "$BASH_COMMAND"' ERR
+			run_config
+		)
+		rc=$?
+		set -e
+		if [ "$rc" != 0 ]; then
+			reason=$(cat "$REASON_FILE" 2>/dev/null || echo "exited with status $rc")
+			error "$reason"
+			put setup n/a "$reason"
+			teardown_all
+		fi
+		put elapsed_s $((SECONDS - t0))
+	done
+	teardown_all
+	if [ -n "$HAVE_MD" ]; then
+		# shellcheck disable=SC2119  # no --zero
+		(stop_raid) || log "stopping md0 failed"
+	fi
+	log "done"
+}
+
+main "$@"
