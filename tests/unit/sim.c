@@ -61,6 +61,8 @@ u8 *sim_bucket(struct sim *s, u64 bucket)
 		s->mem[bucket] = calloc(1, s->bucket_bytes);
 		if (!s->mem[bucket])
 			abort();
+		if (s->fill)
+			s->fill(s, bucket, s->mem[bucket]);
 	}
 	return s->mem[bucket];
 }

@@ -33,6 +33,8 @@ struct sim {
 					    const void *buf, u32 len,
 					    unsigned int flags);
 	void			*hook_arg;
+	/* optional: contents of a bucket not yet in memory */
+	void			(*fill)(struct sim *s, u64 bucket, u8 *buf);
 	int			fail_reads;	/* inject -EIO on node reads */
 };
 

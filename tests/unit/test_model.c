@@ -139,7 +139,7 @@ static void flush_nodes(struct model *m)
 		/* nothing journalled here: every root version is committed */
 		bkc_btree_root_committed(&m->t, m->t.disk_root_ver);
 		while (bkc_btree_can_release(&m->t) &&
-		       bkc_alloc_release_freeing(&m->a, 1))
+		       bkc_alloc_release_freeing(&m->a))
 			bkc_alloc_journal_durable(&m->a, ~0ULL);
 		bkc_alloc_journal_durable(&m->a, ~0ULL);
 		if (ret == -ENOSPC)
@@ -241,7 +241,7 @@ again:
 		    bkc_pos_lba(out[i].pos) >= end)
 			break;
 		CHECK(bkc_key_dirty(&out[i]));
-		c = bkc_btree_match_dirty(&m->t, &out[i], got, 64);
+		c = bkc_btree_match(&m->t, &out[i], true, got, 64);
 		REQUIRE(c >= 1);
 		for (j = 0; j < c; j++) {
 			u64 l = bkc_pos_lba(got[j].pos) - dev_base[d];

@@ -379,22 +379,47 @@ static int invalidate(struct bkc_alloc *a, u64 bucket, u64 jseq)
 	return 0;
 }
 
-u32 bkc_alloc_release_freeing(struct bkc_alloc *a, u64 jseq)
+/*
+ * A btree or table bucket that no durable metadata points at any more is
+ * reused without a generation bump: no key carries its current generation
+ * except through metadata that is gone (C4, second clause).
+ */
+static void release(struct bkc_alloc *a, u64 bucket)
+{
+	struct bkc_bucket *b = &a->b[bucket];
+
+	if (b->state & BKC_BF_FREEING)
+		a->nr_freeing--;
+	b->state = BKC_BUCKET_FREE;
+	b->live = 0;
+	b->dirty = 0;
+	if (a->nr_free < a->free_cap) {
+		push_free(a, bucket);
+	} else if (a->unref_done || bucket < a->unref_pos) {
+		/* no room on the free list: the unreferenced scan finds it */
+		a->unref_done = false;
+		a->unref_pos = a->geom.first_bucket;
+	}
+}
+
+u32 bkc_alloc_release_freeing(struct bkc_alloc *a)
 {
 	u32 n = 0;
 	u64 i;
 
-	if (!a->nr_freeing)
-		return 0;
-	for (i = a->geom.first_bucket; i < a->geom.nbuckets; i++) {
+	for (i = a->geom.first_bucket; a->nr_freeing && i < a->geom.nbuckets;
+	     i++) {
 		if (!(a->b[i].state & BKC_BF_FREEING))
 			continue;
-		if (invalidate(a, i, jseq))
-			continue;
-		a->nr_freeing--;
+		release(a, i);
 		n++;
 	}
 	return n;
+}
+
+void bkc_alloc_release(struct bkc_alloc *a, u64 bucket)
+{
+	release(a, bucket);
 }
 
 int bkc_alloc_invalidate_bucket(struct bkc_alloc *a, u64 bucket, u64 jseq)

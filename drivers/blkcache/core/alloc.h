@@ -190,10 +190,18 @@ void bkc_alloc_close_all(struct bkc_alloc *a);
 /* A whole bucket for a btree node or the bucket table. */
 int bkc_alloc_bucket(struct bkc_alloc *a, enum bkc_alloc_class class,
 		     u64 *bucket);
-/* A btree/meta bucket is no longer referenced by the newest metadata. */
+/*
+ * A btree/meta bucket is no longer referenced by the newest metadata, but
+ * may be by durable metadata: it waits, flagged freeing.
+ */
 void bkc_alloc_freeing(struct bkc_alloc *a, u64 bucket);
-/* Invalidate every freeing bucket; usable after journal seq @jseq. */
-u32 bkc_alloc_release_freeing(struct bkc_alloc *a, u64 jseq);
+/*
+ * Nothing durable points at freeing buckets any more (the metadata that
+ * replaced them is durable): they become free at once, with no generation
+ * bump (C4: no durable key references them).
+ */
+u32 bkc_alloc_release_freeing(struct bkc_alloc *a);
+void bkc_alloc_release(struct bkc_alloc *a, u64 bucket);
 /* Invalidate one specific bucket now (GC of an empty bucket). */
 int bkc_alloc_invalidate_bucket(struct bkc_alloc *a, u64 bucket, u64 jseq);
 

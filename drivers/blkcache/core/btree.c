@@ -789,13 +789,14 @@ struct match_state {
 	struct bkc_key	*out;
 	u32		n;
 	u32		max;
+	bool		dirty_only;
 };
 
 static int match_piece(void *arg, const struct bkc_key *k)
 {
 	struct match_state *ms = arg;
 
-	if (bkc_key_hole(k) || !bkc_key_dirty(k) ||
+	if (bkc_key_hole(k) || (ms->dirty_only && !bkc_key_dirty(k)) ||
 	    !bkc_key_same_data(k, ms->k) || bkc_btree_key_stale(ms->t, k))
 		return 0;
 	if (ms->n >= ms->max)
@@ -804,10 +805,13 @@ static int match_piece(void *arg, const struct bkc_key *k)
 	return 0;
 }
 
-int bkc_btree_match_dirty(struct bkc_btree *t, const struct bkc_key *k,
-			  struct bkc_key *out, u32 max)
+int bkc_btree_match(struct bkc_btree *t, const struct bkc_key *k,
+		    bool dirty_only, struct bkc_key *out, u32 max)
 {
-	struct match_state ms = { .t = t, .k = k, .out = out, .max = max };
+	struct match_state ms = {
+		.t = t, .k = k, .out = out, .max = max,
+		.dirty_only = dirty_only,
+	};
 	int ret;
 
 	if (!k->len || bkc_key_hole(k))

@@ -200,13 +200,14 @@ int bkc_btree_next_dirty(struct bkc_btree *t, u32 dev, u64 lba,
 			 struct bkc_key *out, u32 max);
 
 /*
- * Writeback's compare-and-set: store in @out (at most @max) the pieces of
- * [k->pos, end of @k) that are still dirty and still map to the same data
- * as @k (same bucket, gen and offsets).  The caller inserts clean copies
- * of them.  Returns how many, -E2BIG if more than @max, or -errno.
+ * Compare-and-set helper for writeback and GC moves: store in @out (at
+ * most @max) the pieces of [k->pos, end of @k) that still map to the same
+ * data as @k (same bucket, gen and offsets) and, if @dirty_only, are still
+ * dirty.  The caller inserts the changed copies.  Returns how many, -E2BIG
+ * if more than @max (the first @max are stored), or -errno.
  */
-int bkc_btree_match_dirty(struct bkc_btree *t, const struct bkc_key *k,
-			  struct bkc_key *out, u32 max);
+int bkc_btree_match(struct bkc_btree *t, const struct bkc_key *k,
+		    bool dirty_only, struct bkc_key *out, u32 max);
 
 /* Is @k stale (its bucket's generation moved on)? */
 bool bkc_btree_key_stale(const struct bkc_btree *t, const struct bkc_key *k);
