@@ -65,7 +65,7 @@ int bkc_alloc_init(struct bkc_alloc *a, const struct bkc_geom *g,
 	a->block_sectors = max_t(u32, g->block_bytes >> 9, 1);
 	a->repl = bkc_repl_get(repl);
 	a->repl_id = repl;
-	a->rand_state = seed | 1;
+	a->rand_state = (seed * 0x9e3779b97f4a7c15ULL) | 1;
 	a->ndevs = ndevs;
 
 	/* the bucket table needs this many buckets; keep them for it */
