@@ -15,6 +15,11 @@
 #include <string.h>
 #include <linux/types.h>
 
+/* As in the kernel's build_bug.h: the message is optional. */
+#undef static_assert
+#define static_assert(expr, ...) __bkc_static_assert(expr, ##__VA_ARGS__, #expr)
+#define __bkc_static_assert(expr, msg, ...) _Static_assert(expr, msg)
+
 typedef uint8_t u8;
 typedef uint16_t u16;
 typedef uint32_t u32;
