@@ -80,6 +80,9 @@ struct world {
 	struct bkc_key		moves[256];
 	u32			nmoves;
 	bool			logging;
+	bool			async;
+	bool			jpending;
+	struct bkc_journal_write jw;
 	u64			commits;
 	u64			flushes;
 	u64			tables;
@@ -166,21 +169,42 @@ static long read_sector(const u8 *p, u32 d, u32 lba)
 
 /* ---- glue: what the kernel does ---- */
 
-static void commit(struct world *w)
+/* The journal write in flight (if any) reaches the disk and completes. */
+static void commit_finish(struct world *w)
 {
-	struct bkc_journal_write jw;
+	if (!w->jpending)
+		return;
+	w->jpending = false;
+	sim_write(w->s, w->jw.bucket, w->jw.offset, w->jw.buf, w->jw.bytes,
+		  SIM_PREFLUSH | SIM_FUA);
+	if (w->logging)
+		w->log[w->nlog - 1].jseq = w->jw.seq;
+	bkc_core_journal_done(w->c, &w->jw);
+	w->commits++;
+}
+
+/*
+ * Commit the open entry.  Like the kernel, the write may still be in
+ * flight while more keys and invalidations go into the next entry; it
+ * completes at the next commit or sync point.
+ */
+static void commit_async(struct world *w, bool wait)
+{
 	int ret;
 
-	ret = bkc_core_journal_prepare(w->c, &jw);
+	commit_finish(w);
+	ret = bkc_core_journal_prepare(w->c, &w->jw);
 	if (ret == -ENOSPC || ret == -EBUSY)
 		return;		/* caller flushes nodes and retries */
 	REQUIRE(ret == 0);
-	sim_write(w->s, jw.bucket, jw.offset, jw.buf, jw.bytes,
-		  SIM_PREFLUSH | SIM_FUA);
-	if (w->logging)
-		w->log[w->nlog - 1].jseq = jw.seq;
-	bkc_core_journal_done(w->c, &jw);
-	w->commits++;
+	w->jpending = true;
+	if (wait || !w->async || rnd(w, 2))
+		commit_finish(w);
+}
+
+static void commit(struct world *w)
+{
+	commit_async(w, true);
 }
 
 static void flush_nodes(struct world *w, u64 max_pin)
@@ -254,7 +278,9 @@ static void refill(struct world *w)
 	while (bkc_alloc_want_invalidate(&w->c->alloc) && tries++ < 4) {
 		ret = bkc_core_refill(w->c, w->c->geom.nbuckets, 64);
 		REQUIRE(ret >= 0);
-		commit(w);
+		/* gens recorded now become durable with a later commit */
+		if (rnd(w, 2) || !ret)
+			commit_async(w, false);
 		if (!ret)
 			break;
 	}
@@ -495,7 +521,7 @@ static void workload(struct world *w, u32 nops)
 		else
 			read_some(w, d, lba, len);
 		if (rnd(w, 8) == 0)
-			commit(w);		/* FUA write or flush */
+			commit_async(w, false);	/* FUA write or flush */
 		if (rnd(w, 40) == 0)
 			flush_nodes(w, 0);
 		if (rnd(w, 150) == 0)
@@ -896,15 +922,15 @@ static void run(u64 seed, u32 nops, struct stats *st)
 	memset(&w->sb, 0, sizeof(w->sb));
 	w->sb.version = BKC_SB_VERSION;
 	w->sb.block_size = 512;
-	w->sb.bucket_size = 16384;
+	w->sb.bucket_size = 8192;
 	memset(w->sb.set_uuid, 0x5a, BKC_UUID_SIZE);
 	w->sb.set_uuid[0] = seed;
-	REQUIRE(bkc_sb_init_cache(&w->sb, 512ULL * 16384, &why) == 0);
+	REQUIRE(bkc_sb_init_cache(&w->sb, 320ULL * 8192, &why) == 0);
 	w->sb.replacement = seed % BKC_REPL_NR;
 
 	sim_init(w->s, &(struct bkc_geom){
 		.nbuckets = w->sb.nbuckets, .first_bucket = w->sb.first_bucket,
-		.bucket_sectors = 32, .block_bytes = 512,
+		.bucket_sectors = 16, .block_bytes = 512,
 		.set_magic = bkc_set_magic(w->sb.set_uuid) }, 4096);
 	w->s->on_write = log_write;
 	w->s->hook_arg = w;
@@ -917,7 +943,9 @@ static void run(u64 seed, u32 nops, struct stats *st)
 	w->logging = true;
 	REQUIRE(bkc_core_format(w->c) == 0);
 	checkpoint(w);
+	w->async = true;
 	workload(w, nops);
+	commit_finish(w);
 	printf("  seed %llu: %u ops, %u device writes, %llu commits\n",
 	       (unsigned long long)seed, nops, w->nlog,
 	       (unsigned long long)w->commits);

@@ -204,10 +204,13 @@ static void test_reserves(u32 repl)
 			evicted++;
 		}
 		CHECK(evicted > 0);
-		/* not usable before their new gens are durable */
-		CHECK(bkc_alloc_avail(&a, BKC_ALLOC_DATA) == 0 ||
-		      a.nr_pend == 0);
+		/* not usable before the entry with their new gens is durable */
+		CHECK_EQ(a.nr_pend, evicted);
+		bkc_alloc_journal_durable(&a, round + 1);
+		CHECK_EQ(bkc_alloc_avail(&a, BKC_ALLOC_DATA), 0);
+		CHECK_EQ(a.nr_pend, evicted);
 		bkc_alloc_journal_durable(&a, round + 2);
+		CHECK_EQ(a.nr_pend, 0);
 		CHECK(bkc_alloc_avail(&a, BKC_ALLOC_DATA) > 0);
 	}
 	/* the reserves themselves: btree down to the meta reserve ... */
