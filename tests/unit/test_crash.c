@@ -970,7 +970,7 @@ static void run(u64 seed, u32 nops, struct stats *st)
 
 int main(int argc, char **argv)
 {
-	u32 nops = argc > 1 ? strtoul(argv[1], NULL, 0) : 600;
+	u32 nops = argc > 1 ? strtoul(argv[1], NULL, 0) : 1000;
 	const char *env = getenv("BKC_SEED");
 	struct stats st = { 0 };
 	u64 rseed;

@@ -146,8 +146,8 @@ int bkc_table_next(struct bkc_table_state *ts, struct bkc_alloc *a, void *buf,
 		const struct bkc_bucket *b = &a->b[first + i];
 
 		d[i].gen = b->gen;
-		d[i].pad0 = b->oldest_gen;
-		d[i].pad1 = 0;
+		d[i].oldest_gen = b->oldest_gen;
+		d[i].pad = 0;
 		d[i].prio = cpu_to_le32(b->prio);
 	}
 	t->csum = cpu_to_le32(bkc_crc32c(~0U, (u8 *)buf + 4, len - 4));
@@ -225,12 +225,12 @@ int bkc_table_decode(const struct bkc_geom *g, const void *buf, u32 idx,
 	}
 	d = (const struct bkc_bucket_disk *)&t->ptrs[nptrs];
 	for (i = 0; i < count; i++)
-		if (d[i].pad1)
+		if (d[i].pad)
 			return -EUCLEAN;
 	if (!a)
 		return 0;
 	for (i = 0; i < count; i++)
-		bkc_alloc_load(a, first + i, d[i].gen, d[i].pad0,
+		bkc_alloc_load(a, first + i, d[i].gen, d[i].oldest_gen,
 			       le32_to_cpu(d[i].prio));
 	return 0;
 }

@@ -246,8 +246,8 @@ struct bkc_jset {
  */
 struct bkc_bucket_disk {
 	__u8	gen;		/* 0x00 bucket generation */
-	__u8	pad0;		/* 0x01 zero */
-	__le16	pad1;		/* 0x02 zero */
+	__u8	oldest_gen;	/* 0x01 no key anywhere is older than this */
+	__le16	pad;		/* 0x02 zero */
 	__le32	prio;		/* 0x04 replacement stamp */
 };
 
