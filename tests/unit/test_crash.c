@@ -949,6 +949,11 @@ static void run(u64 seed, u32 nops, struct stats *st)
 	printf("  seed %llu: %u ops, %u device writes, %llu commits\n",
 	       (unsigned long long)seed, nops, w->nlog,
 	       (unsigned long long)w->commits);
+	printf("    gc: %llu keys scanned, %llu stale dropped, %llu merges, %llu keys moved\n",
+	       (unsigned long long)w->gc.stats.keys_scanned,
+	       (unsigned long long)w->gc.stats.stale_dropped,
+	       (unsigned long long)w->gc.stats.merges,
+	       (unsigned long long)w->c->stats.moved);
 	printf("    %llu node flushes, %llu tables, %llu gc passes\n",
 	       (unsigned long long)w->flushes,
 	       (unsigned long long)w->tables,

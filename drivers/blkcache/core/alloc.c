@@ -84,9 +84,11 @@ int bkc_alloc_init(struct bkc_alloc *a, const struct bkc_geom *g,
 	a->pend_bucket = bkc_kvzalloc(a->pend_cap * sizeof(u64));
 	a->pend_seq = bkc_kvzalloc(a->pend_cap * sizeof(u64));
 	a->cand = bkc_kvzalloc(a->cand_cap * sizeof(*a->cand));
+	a->freeing_cap = clamp_t(u64, nb / 64, 64, 65536);
+	a->freeing = bkc_kvzalloc(a->freeing_cap * sizeof(u64));
 	a->dev_dirty = bkc_kvzalloc(ndevs * sizeof(u64));
 	if (!a->b || !a->free || !a->pend_bucket || !a->pend_seq ||
-	    !a->cand || !a->dev_dirty) {
+	    !a->cand || !a->dev_dirty || !a->freeing) {
 		bkc_alloc_exit(a);
 		return -ENOMEM;
 	}
@@ -105,6 +107,7 @@ void bkc_alloc_exit(struct bkc_alloc *a)
 	bkc_kvfree(a->pend_seq);
 	bkc_kvfree(a->cand);
 	bkc_kvfree(a->dev_dirty);
+	bkc_kvfree(a->freeing);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -334,6 +337,8 @@ void bkc_alloc_freeing(struct bkc_alloc *a, u64 bucket)
 {
 	if (!(a->b[bucket].state & BKC_BF_FREEING)) {
 		a->b[bucket].state |= BKC_BF_FREEING;
+		if (a->nr_freeing < a->freeing_cap)
+			a->freeing[a->nr_freeing] = bucket;
 		a->nr_freeing++;
 	}
 }
@@ -388,8 +393,6 @@ static void release(struct bkc_alloc *a, u64 bucket)
 {
 	struct bkc_bucket *b = &a->b[bucket];
 
-	if (b->state & BKC_BF_FREEING)
-		a->nr_freeing--;
 	b->state = BKC_BUCKET_FREE;
 	b->live = 0;
 	b->dirty = 0;
@@ -404,21 +407,27 @@ static void release(struct bkc_alloc *a, u64 bucket)
 
 u32 bkc_alloc_release_freeing(struct bkc_alloc *a)
 {
-	u32 n = 0;
-	u64 i;
+	u64 i, n = a->nr_freeing;
 
-	for (i = a->geom.first_bucket; a->nr_freeing && i < a->geom.nbuckets;
-	     i++) {
-		if (!(a->b[i].state & BKC_BF_FREEING))
-			continue;
-		release(a, i);
-		n++;
+	if (n <= a->freeing_cap) {
+		for (i = 0; i < n; i++)
+			if (a->b[a->freeing[i]].state & BKC_BF_FREEING)
+				release(a, a->freeing[i]);
+	} else {
+		/* more than the list holds: find them all */
+		for (i = a->geom.first_bucket; i < a->geom.nbuckets; i++)
+			if (a->b[i].state & BKC_BF_FREEING)
+				release(a, i);
 	}
+	a->nr_freeing = 0;
 	return n;
 }
 
+/* One bucket that was never put on the freeing list (old table). */
 void bkc_alloc_release(struct bkc_alloc *a, u64 bucket)
 {
+	if (a->b[bucket].state & BKC_BF_FREEING)
+		return;		/* goes with the next release_freeing() */
 	release(a, bucket);
 }
 

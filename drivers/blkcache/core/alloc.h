@@ -123,6 +123,8 @@ struct bkc_alloc {
 	bool			unref_done;
 	bool			gc_wanted;
 	u64			nr_freeing;
+	u64			*freeing;	/* the first freeing_cap of them */
+	u64			freeing_cap;
 
 	/* accounting */
 	u64			live_sectors;
