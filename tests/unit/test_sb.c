@@ -184,6 +184,7 @@ static void test_header_errors(void)
 static void test_common_geometry(void)
 {
 	struct bkc_sb_info sb, base;
+	const char *why;
 
 	make_cache(&base);
 
@@ -194,8 +195,18 @@ static void test_common_geometry(void)
 	GEOM(&sb, DEV_BYTES, "unknown device type");
 
 	sb = base;
-	sb.flags = 1;
+	sb.flags = 2;
 	GEOM(&sb, DEV_BYTES, "unknown flags");
+	sb.flags = BKC_SB_F_INITIALIZED;
+	CHECK(bkc_sb_validate(&sb, DEV_BYTES, &why) == 0);
+
+	sb = base;
+	sb.bdev_state[3] = BKC_SLOT_ATTACHED;
+	GEOM(&sb, DEV_BYTES, "backing slot state and uuid disagree");
+	sb.bdev_uuid[3][0] = 1;
+	CHECK(bkc_sb_validate(&sb, DEV_BYTES, &why) == 0);
+	sb.bdev_state[3] = BKC_SLOT_NR;
+	GEOM(&sb, DEV_BYTES, "unknown backing slot state");
 
 	sb = base;
 	sb.block_size = 3000;

@@ -38,7 +38,9 @@ static_assert(offsetof(struct bkc_sb, replacement) == 0x0b0);
 static_assert(offsetof(struct bkc_sb, pad1) == 0x0b4);
 static_assert(offsetof(struct bkc_sb, reserved) == 0x0b8);
 static_assert(offsetof(struct bkc_sb, journal_buckets) == 0x200);
-static_assert(offsetof(struct bkc_sb, pad_end) == 0xa00);
+static_assert(offsetof(struct bkc_sb, bdev_uuid) == 0xa00);
+static_assert(offsetof(struct bkc_sb, bdev_state) == 0xe00);
+static_assert(offsetof(struct bkc_sb, pad_end) == 0xe40);
 
 u32 bkc_sb_csum(const struct bkc_sb *raw)
 {
@@ -77,6 +79,8 @@ void bkc_sb_pack(const struct bkc_sb_info *sb, struct bkc_sb *raw)
 	raw->cache_mode = cpu_to_le32(sb->cache_mode);
 	raw->state = cpu_to_le32(sb->state);
 	raw->replacement = cpu_to_le32(sb->replacement);
+	memcpy(raw->bdev_uuid, sb->bdev_uuid, sizeof(raw->bdev_uuid));
+	memcpy(raw->bdev_state, sb->bdev_state, sizeof(raw->bdev_state));
 	raw->csum = cpu_to_le32(bkc_sb_csum(raw));
 }
 
@@ -110,6 +114,8 @@ void bkc_sb_unpack(const struct bkc_sb *raw, struct bkc_sb_info *sb)
 	sb->cache_mode = le32_to_cpu(raw->cache_mode);
 	sb->state = le32_to_cpu(raw->state);
 	sb->replacement = le32_to_cpu(raw->replacement);
+	memcpy(sb->bdev_uuid, raw->bdev_uuid, sizeof(sb->bdev_uuid));
+	memcpy(sb->bdev_state, raw->bdev_state, sizeof(sb->bdev_state));
 }
 
 bool bkc_uuid_is_zero(const u8 *uuid)
@@ -158,6 +164,13 @@ static int validate_cache(const struct bkc_sb_info *sb, const char **why)
 	}
 	if (sb->replacement >= BKC_REPL_NR)
 		return geom_fail(why, "unknown replacement policy");
+	for (i = 0; i < BKC_SB_MAX_BDEVS; i++) {
+		if (sb->bdev_state[i] >= BKC_SLOT_NR)
+			return geom_fail(why, "unknown backing slot state");
+		if ((sb->bdev_state[i] == BKC_SLOT_FREE) !=
+		    bkc_uuid_is_zero(sb->bdev_uuid[i]))
+			return geom_fail(why, "backing slot state and uuid disagree");
+	}
 	if (sb->data_offset || sb->cache_mode || sb->state)
 		return geom_fail(why, "backing-device fields set on a cache device");
 	return 0;
@@ -165,6 +178,8 @@ static int validate_cache(const struct bkc_sb_info *sb, const char **why)
 
 static int validate_backing(const struct bkc_sb_info *sb, const char **why)
 {
+	u32 i;
+
 	if (sb->data_offset < BKC_SB_END)
 		return geom_fail(why, "data_offset overlaps the superblock");
 	if (sb->data_offset % sb->block_size)
@@ -182,6 +197,11 @@ static int validate_backing(const struct bkc_sb_info *sb, const char **why)
 	if (sb->nbuckets || sb->first_bucket || sb->nr_journal_buckets ||
 	    sb->replacement)
 		return geom_fail(why, "cache-device fields set on a backing device");
+	if (sb->flags)
+		return geom_fail(why, "unknown flags");
+	for (i = 0; i < BKC_SB_MAX_BDEVS; i++)
+		if (sb->bdev_state[i] || !bkc_uuid_is_zero(sb->bdev_uuid[i]))
+			return geom_fail(why, "backing slots set on a backing device");
 	return 0;
 }
 
@@ -194,7 +214,7 @@ int bkc_sb_validate(const struct bkc_sb_info *sb, u64 dev_bytes,
 {
 	if (sb->dev_type != BKC_DEV_CACHE && sb->dev_type != BKC_DEV_BACKING)
 		return geom_fail(why, "unknown device type");
-	if (sb->flags)
+	if (sb->flags & ~BKC_SB_F_SUPP)
 		return geom_fail(why, "unknown flags");
 	if (!is_power_of_2(sb->block_size) ||
 	    sb->block_size < BKC_BLOCK_SIZE_MIN ||

@@ -28,6 +28,9 @@ struct bkc_sb_info {
 	u32	nr_journal_buckets;
 	u64	journal_buckets[BKC_SB_MAX_JOURNAL_BUCKETS];
 
+	u8	bdev_uuid[BKC_SB_MAX_BDEVS][BKC_UUID_SIZE];
+	u8	bdev_state[BKC_SB_MAX_BDEVS];
+
 	u64	data_offset;
 	u32	cache_mode;
 	u32	state;

@@ -34,6 +34,19 @@
 #define BKC_UUID_SIZE		16
 #define BKC_LABEL_SIZE		32
 #define BKC_SB_MAX_JOURNAL_BUCKETS	256
+#define BKC_SB_MAX_BDEVS	64
+
+/* sb.flags */
+#define BKC_SB_F_INITIALIZED	(1U << 0)	/* cache: journal written */
+#define BKC_SB_F_SUPP		BKC_SB_F_INITIALIZED
+
+/* sb.bdev_state[] (cache devices) */
+enum bkc_bdev_slot {
+	BKC_SLOT_FREE		= 0,
+	BKC_SLOT_ATTACHED	= 1,	/* keys of this id are live */
+	BKC_SLOT_CLEANING	= 2,	/* detached; keys being dropped */
+	BKC_SLOT_NR
+};
 
 /* Geometry limits, in bytes unless stated. */
 #define BKC_BLOCK_SIZE_MIN	512U
@@ -94,7 +107,7 @@ struct bkc_sb {
 	__u8	set_uuid[BKC_UUID_SIZE];/* 0x040 cache set; zero if none */
 	__u8	label[BKC_LABEL_SIZE];	/* 0x050 NUL padded */
 	__le32	dev_type;		/* 0x070 enum bkc_dev_type */
-	__le32	flags;			/* 0x074 none defined, must be zero */
+	__le32	flags;			/* 0x074 BKC_SB_F_* */
 	__le32	block_size;		/* 0x078 bytes */
 	__le32	bucket_size;		/* 0x07c bytes */
 	__le64	dev_size;		/* 0x080 device size at format time */
@@ -119,7 +132,14 @@ struct bkc_sb {
 	/* cache devices: bucket numbers of the journal ring, in ring order */
 	__le64	journal_buckets[BKC_SB_MAX_JOURNAL_BUCKETS];	/* 0x200 */
 
-	__u8	pad_end[BKC_SB_SIZE - 0xa00];			/* 0xa00 */
+	/*
+	 * cache devices: the backing devices attached to the set.  Slot i
+	 * holds the uuid of the device whose extent keys use device id i.
+	 */
+	__u8	bdev_uuid[BKC_SB_MAX_BDEVS][BKC_UUID_SIZE];	/* 0xa00 */
+	__u8	bdev_state[BKC_SB_MAX_BDEVS];			/* 0xe00 */
+
+	__u8	pad_end[BKC_SB_SIZE - 0xe40];			/* 0xe40 */
 };
 
 /*
