@@ -233,7 +233,8 @@ static void ram(u64 gib, u32 bucket_kib)
 		exit(1);
 	bytes = sizeof(a) + g.nbuckets * sizeof(struct bkc_bucket) +
 		a.free_cap * 8ULL + a.pend_cap * 16ULL +
-		a.cand_cap * sizeof(struct bkc_cand) + a.ndevs * 8ULL;
+		a.cand_cap * sizeof(struct bkc_cand) + a.ndevs * 8ULL +
+		a.freeing_cap * 8ULL;
 	printf("allocator RAM, %4llu GiB cache, %4u KiB buckets: %8.0f bytes per GiB of cache (%u per bucket + rings)\n",
 	       (unsigned long long)gib, bucket_kib, (double)bytes / gib,
 	       (u32)sizeof(struct bkc_bucket));
