@@ -144,6 +144,7 @@ static void test_torn_and_corrupt(void)
 		h.last_seq = 12;
 		CHECK_EQ(bkc_journal_commit_prepare(&j, &h, &w), 0);
 		CHECK_EQ(w.seq, 12);
+		CHECK_EQ(j.min_last_seq, 0);
 		memcpy(ring[idx_of(w.bucket)] + w.offset, w.buf, w.bytes);
 		bkc_journal_commit_done(&j, &w);
 	}

@@ -220,6 +220,7 @@ int bkc_journal_commit_prepare(struct bkc_journal *j,
 	j->cur = idx;
 	j->cur_off = off + padded;
 	j->bucket_seq[idx] = h->seq;
+	j->min_last_seq = 0;	/* this entry does not need the old run */
 	j->inflight = true;
 	j->seq++;
 	j->fill ^= 1;
