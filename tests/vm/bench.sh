@@ -814,4 +814,7 @@ main() {
 	log "done"
 }
 
-main "$@"
+# Sourcing the file (for experiments) defines the functions only.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	main "$@"
+fi
