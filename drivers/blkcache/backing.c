@@ -8,7 +8,6 @@
 #include <linux/slab.h>
 
 #include "bkc.h"
-#include "request.h"
 
 static DEFINE_IDA(bkc_disk_ida);
 
@@ -30,6 +29,45 @@ u32 bkc_backing_state(struct bkc_backing *b)
 	if (!b->set && b->sb.state != BKC_STATE_INCONSISTENT)
 		return b->disk ? BKC_STATE_NONE : b->sb.state;
 	return b->sb.state;
+}
+
+u64 bkc_backing_dirty_sectors(struct bkc_backing *b)
+{
+	struct bkc_set *set = READ_ONCE(b->set);
+
+	if (!set || !set->core || b->dev_id >= set->core->alloc.ndevs)
+		return 0;
+	return READ_ONCE(set->core->alloc.dev_dirty[b->dev_id]);
+}
+
+/*
+ * I/O gate.  Requests hold b->inflight from submission to completion;
+ * changing the set a running device uses first quiesces it: new
+ * requests wait, requests in flight drain.
+ */
+void bkc_backing_enter(struct bkc_backing *b)
+{
+	while (!percpu_ref_tryget_live(&b->inflight))
+		wait_event(b->quiesce_wait, !READ_ONCE(b->quiescing));
+}
+
+static void bkc_backing_quiesce(struct bkc_backing *b)
+{
+	if (!b->ref_ready)
+		return;
+	WRITE_ONCE(b->quiescing, true);
+	reinit_completion(&b->inflight_done);
+	percpu_ref_kill(&b->inflight);
+	wait_for_completion(&b->inflight_done);
+}
+
+static void bkc_backing_resume(struct bkc_backing *b)
+{
+	if (!b->ref_ready)
+		return;
+	percpu_ref_resurrect(&b->inflight);
+	WRITE_ONCE(b->quiescing, false);
+	wake_up_all(&b->quiesce_wait);
 }
 
 bool bkc_backing_busy(struct bkc_backing *b)
@@ -71,12 +109,40 @@ static int bkc_backing_sb_update(struct bkc_backing *b,
 	struct bkc_sb_mut old;
 	int r;
 
+	mutex_lock(&b->sb_io);
 	bkc_sb_mut_get(&b->sb, &old);
 	bkc_sb_mut_put(&b->sb, m);
 	r = bkc_sb_write(b->dev.bdev, &b->sb);
 	if (r)
 		bkc_sb_mut_put(&b->sb, &old);
+	mutex_unlock(&b->sb_io);
 	return r;
+}
+
+/* Record clean/dirty in the superblock; caller holds b->sb_io. */
+int bkc_backing_set_state(struct bkc_backing *b, u32 state)
+{
+	u32 old = b->sb.state;
+	int r;
+
+	lockdep_assert_held(&b->sb_io);
+	if (old == state || bkc_uuid_is_zero(b->sb.set_uuid))
+		return 0;
+	WRITE_ONCE(b->sb.state, state);
+	r = bkc_sb_write(b->dev.bdev, &b->sb);
+	if (r)
+		WRITE_ONCE(b->sb.state, old);
+	return r;
+}
+
+static void bkc_backing_state_work(struct work_struct *work)
+{
+	struct bkc_backing *b = container_of(work, struct bkc_backing,
+					     state_work);
+
+	mutex_lock(&b->sb_io);
+	bkc_backing_set_state(b, BKC_STATE_DIRTY);
+	mutex_unlock(&b->sb_io);
 }
 
 static void bkc_backing_stop_disk(struct bkc_backing *b);
@@ -104,11 +170,11 @@ static int bkc_backing_add_disk(struct bkc_backing *b)
 	snprintf(disk->disk_name, DISK_NAME_LEN, "cache%d", b->id);
 	set_capacity(disk, bdev_nr_sectors(bdev) - b->data_start);
 
+	init_completion(&b->inflight_done);
 	r = percpu_ref_init(&b->inflight, bkc_inflight_release, 0, GFP_KERNEL);
 	if (r)
 		return r;
 	b->ref_ready = true;
-	init_completion(&b->inflight_done);
 
 	r = add_disk(disk);
 	if (r) {
@@ -171,6 +237,7 @@ static void bkc_backing_stop_disk(struct bkc_backing *b)
 		del_gendisk(disk);
 	b->disk_added = false;
 	if (b->ref_ready) {
+		reinit_completion(&b->inflight_done);
 		percpu_ref_kill(&b->inflight);
 		wait_for_completion(&b->inflight_done);
 		percpu_ref_exit(&b->inflight);
@@ -182,20 +249,40 @@ static void bkc_backing_stop_disk(struct bkc_backing *b)
 	b->id = -1;
 }
 
-/* Link @b to @set in memory only. */
-void bkc_backing_link(struct bkc_backing *b, struct bkc_set *set)
+/*
+ * Start using @set: find or take @b's slot (device id) in the set, switch
+ * the running device over and start writeback.  Memory only, apart from
+ * the cache superblock when a slot is taken.
+ */
+int bkc_backing_link(struct bkc_backing *b, struct bkc_set *set)
 {
+	u32 id;
+	int r;
+
 	lockdep_assert_held(&bkc_lock);
-	b->set = set;
+	r = bkc_set_slot_get(set, b->sb.uuid, &id);
+	if (r)
+		return r;
+	bkc_backing_quiesce(b);
+	b->dev_id = id;
+	WRITE_ONCE(b->set, set);
 	list_add_tail(&b->set_node, &set->backings);
+	bkc_backing_resume(b);
+	r = bkc_wb_start(b);
+	if (r)
+		bkc_err(b->dev.bdev, "cannot start writeback (%d)", r);
+	return 0;
 }
 
 static void bkc_backing_unlink(struct bkc_backing *b)
 {
 	if (!b->set)
 		return;
+	bkc_wb_stop(b);
+	bkc_backing_quiesce(b);
 	list_del_init(&b->set_node);
-	b->set = NULL;
+	WRITE_ONCE(b->set, NULL);
+	bkc_backing_resume(b);
 }
 
 /*
@@ -209,11 +296,16 @@ void bkc_backing_teardown(struct bkc_backing *b)
 	if (b->dead)
 		return;
 	b->dead = true;
+	bkc_wb_stop(b);
 	bkc_backing_stop_disk(b);
 	bkc_backing_unlink(b);
-	if (b->bs_ready)
+	if (b->bs_ready) {
 		bioset_exit(&b->bs);
+		bioset_exit(&b->split_bs);
+	}
 	b->bs_ready = false;
+	free_percpu(b->stats);
+	b->stats = NULL;
 	list_move_tail(&b->list, &bkc_dead_backings);
 }
 
@@ -243,6 +335,15 @@ int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set)
 			set->sb.block_size, b->sb.block_size);
 		return -EINVAL;
 	}
+	if (!set->running) {
+		bkc_err(b->dev.bdev, "cache set %pUb has failed",
+			set->sb.set_uuid);
+		return -EIO;
+	}
+	/* the slot first: a backing sb never names a set without one */
+	r = bkc_set_slot_get(set, b->sb.uuid, &b->dev_id);
+	if (r)
+		return r;
 	bkc_sb_mut_get(&b->sb, &m);
 	memcpy(m.set_uuid, set->sb.set_uuid, BKC_UUID_SIZE);
 	if (m.state != BKC_STATE_DIRTY)
@@ -250,25 +351,24 @@ int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set)
 	r = bkc_backing_sb_update(b, &m);
 	if (r)
 		return r;
-	bkc_backing_link(b, set);
+	r = bkc_backing_link(b, set);
+	if (r)
+		return r;
 	bkc_info(b->dev.bdev, "attached to cache set %pUb", set->sb.set_uuid);
 	return bkc_backing_run(b);
 }
 
-/* Forget the cache set, on disk and in memory. */
-int bkc_backing_detach(struct bkc_backing *b)
+/*
+ * Forget the cache set, on disk and in memory, and drop the set's keys of
+ * this device.  Dirty data must have been written back.
+ */
+static int bkc_backing_detach_now(struct bkc_backing *b)
 {
+	struct bkc_set *set = b->set;
+	u32 id = b->dev_id;
 	struct bkc_sb_mut m;
 	int r;
 
-	lockdep_assert_held(&bkc_lock);
-	if (!b->set && b->sb.state == BKC_STATE_NONE)
-		return 0;
-	if (b->sb.state == BKC_STATE_DIRTY) {
-		bkc_err(b->dev.bdev,
-			"cannot detach: dirty data is not in reach");
-		return -EBUSY;
-	}
 	bkc_sb_mut_get(&b->sb, &m);
 	memset(m.set_uuid, 0, BKC_UUID_SIZE);
 	if (m.state != BKC_STATE_INCONSISTENT)
@@ -277,8 +377,71 @@ int bkc_backing_detach(struct bkc_backing *b)
 	if (r)
 		return r;
 	bkc_backing_unlink(b);
+	if (set) {
+		r = bkc_set_slot_clean(set, id);
+		if (!r)
+			r = bkc_invalidate_dev(set, id);
+		if (!r)
+			r = bkc_set_slot_release(set, id);
+		if (r)
+			bkc_err(b->dev.bdev,
+				"keys of the detached device not dropped yet (%d); done at the next registration",
+				r);
+	}
 	bkc_info(b->dev.bdev, "detached");
 	return bkc_backing_run(b);
+}
+
+static void bkc_backing_detach_work(struct work_struct *work)
+{
+	struct bkc_backing *b = container_of(work, struct bkc_backing,
+					     detach_work);
+
+	mutex_lock(&bkc_lock);
+	if (!b->dead && b->detaching && b->set &&
+	    !bkc_backing_dirty_sectors(b)) {
+		b->detaching = false;
+		bkc_backing_detach_now(b);
+	}
+	mutex_unlock(&bkc_lock);
+}
+
+/* Writeback found no dirty data left: finish a pending detach. */
+void bkc_backing_clean(struct bkc_backing *b)
+{
+	if (READ_ONCE(b->detaching))
+		schedule_work(&b->detach_work);
+}
+
+/*
+ * Detach: at once if the cache holds no dirty data of this device,
+ * otherwise write it back first (at full speed; dirty_data shows the
+ * progress) and detach when it is done.
+ */
+int bkc_backing_detach(struct bkc_backing *b)
+{
+	lockdep_assert_held(&bkc_lock);
+	if (!b->set && b->sb.state == BKC_STATE_NONE)
+		return 0;
+	if (!b->set) {
+		if (b->sb.state == BKC_STATE_DIRTY) {
+			bkc_err(b->dev.bdev,
+				"cannot detach: its dirty data is in cache set %pUb, which is not registered",
+				b->sb.set_uuid);
+			return -EBUSY;
+		}
+		return bkc_backing_detach_now(b);
+	}
+	if (bkc_backing_dirty_sectors(b)) {
+		b->detaching = true;
+		b->wb.drain = true;
+		bkc_wb_kick(b);
+		bkc_info(b->dev.bdev,
+			 "detach: writing back %llu dirty sectors first",
+			 bkc_backing_dirty_sectors(b));
+		return 0;
+	}
+	return bkc_backing_detach_now(b);
 }
 
 int bkc_backing_set_mode(struct bkc_backing *b, u32 mode)
@@ -335,24 +498,47 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 		return -ENOMEM;
 	}
 	kobject_init(&b->kobj, &bkc_backing_ktype);
+	kobject_init(&b->stats_kobj, &bkc_stats_ktype);
 	INIT_LIST_HEAD(&b->set_node);
 	b->dev = *dev;
 	b->sb = *sb;
 	b->id = -1;
 	b->data_start = sb->data_offset >> SECTOR_SHIFT;
+	spin_lock_init(&b->seq_lock);
+	bkc_seq_init(&b->seq);
+	b->sequential_cutoff = BKC_SEQUENTIAL_CUTOFF;
+	mutex_init(&b->sb_io);
+	INIT_WORK(&b->state_work, bkc_backing_state_work);
+	INIT_WORK(&b->detach_work, bkc_backing_detach_work);
+	init_waitqueue_head(&b->quiesce_wait);
+	bkc_wb_init(b);
 	list_add_tail(&b->list, &bkc_backings);
 
+	b->stats = alloc_percpu(struct bkc_stats);
+	if (!b->stats) {
+		r = -ENOMEM;
+		goto fail;
+	}
 	r = bioset_init(&b->bs, BIO_POOL_SIZE, bkc_bio_front_pad(), 0);
 	if (r)
 		goto fail;
+	r = bioset_init(&b->split_bs, BIO_POOL_SIZE, 0, 0);
+	if (r) {
+		bioset_exit(&b->bs);
+		goto fail;
+	}
 	b->bs_ready = true;
 
 	r = kobject_add(&b->kobj, bdev_kobj(b->dev.bdev), "cache");
+	if (!r) {
+		b->kobj_added = true;
+		r = kobject_add(&b->stats_kobj, &b->kobj, "stats_total");
+	}
 	if (r) {
 		bkc_err(b->dev.bdev, "cannot create sysfs directory (%d)", r);
 		goto fail;
 	}
-	b->kobj_added = true;
+	b->stats_kobj_added = true;
 
 	if (!bkc_uuid_is_zero(sb->set_uuid) &&
 	    (sb->state == BKC_STATE_CLEAN || sb->state == BKC_STATE_DIRTY)) {
@@ -364,7 +550,9 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 			kobject_uevent(&b->kobj, KOBJ_ADD);
 			return 0;
 		}
-		bkc_backing_link(b, set);
+		r = bkc_backing_link(b, set);
+		if (r)
+			goto fail;
 	}
 	r = bkc_backing_run(b);
 	if (r)

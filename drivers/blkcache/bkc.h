@@ -28,14 +28,49 @@
 #include <linux/completion.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
+#include <linux/llist.h>
 #include <linux/mutex.h>
 #include <linux/percpu-refcount.h>
+#include <linux/rwsem.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
 
 #include "compat.h"
 #include "core/sb.h"
+#include "core/core.h"
+#include "core/gc.h"
+#include "core/seqdetect.h"
+#include "ncache.h"
+#include "writeback.h"
 
 #define BKC_MINORS_SHIFT	4
 #define BKC_MINORS		(1 << BKC_MINORS_SHIFT)
+#define BKC_SEQUENTIAL_CUTOFF	(4ULL << 20)
+
+/* Promotion safety: per-granule write epochs (see request.c). */
+#define BKC_EPOCH_SHIFT		7		/* 64 KiB granules */
+#define BKC_EPOCH_SLOTS		4096
+
+struct bkc_epoch_slot {
+	atomic_t	inflight;	/* writes to this granule in flight */
+	u64		epoch;		/* newest write epoch that began */
+};
+
+/* A waiter for a journal entry to become durable. */
+struct bkc_jwait {
+	struct list_head	node;
+	u64			seq;
+	void			(*fn)(struct bkc_jwait *jw, int err);
+};
+
+/* meta thread kick bits (set->mflags) */
+enum {
+	BKC_M_COMMIT,		/* commit the open journal entry now */
+	BKC_M_REFILL,		/* free list wants buckets */
+	BKC_M_GC,		/* run a GC pass */
+	BKC_M_FLUSH,		/* write dirty btree nodes */
+};
 
 struct bkc_set {
 	struct list_head	list;		/* on bkc_sets */
@@ -47,6 +82,55 @@ struct bkc_set {
 	bool			kobj_added;
 	bool			cdev_kobj_added;
 	bool			dead;
+
+	/* the metadata core; everything in it is under @lock */
+	struct bkc_core		*core;
+	struct rw_semaphore	lock;		/* read: lookups; write: rest */
+	struct bkc_ncache	nc;
+	struct bkc_gc		gc;
+	bool			running;	/* core open, threads up */
+	u32			bucket_sectors;
+
+	/* the meta thread: commits, node flushes, refill, GC */
+	struct task_struct	*meta;
+	wait_queue_head_t	meta_wait;
+	unsigned long		mflags;
+	unsigned long		jfirst;		/* jiffies of oldest uncommitted record */
+	void			*node_buf;	/* node_bytes */
+	void			*table_buf;	/* bucket_size */
+	unsigned int		journal_delay_ms;
+
+	/* journal waiters */
+	spinlock_t		jlock;
+	struct list_head	jwaiters;
+	u64			durable_seq;	/* READ_ONCE; journal's durable seq */
+
+	/* writers waiting for space (buckets, journal, btree reserve) */
+	wait_queue_head_t	space_wait;
+	atomic_t		space_waiters;
+
+	/* completed data writes waiting for their keys */
+	struct workqueue_struct	*wq;
+	struct llist_head	done;
+	struct work_struct	insert_work;
+
+	/* promotion safety */
+	atomic64_t		epoch;
+	struct bkc_epoch_slot	*epochs;
+	atomic_t		promotes;	/* promotions in flight */
+
+	struct bio_set		bs;		/* clones onto the cache device */
+	bool			bs_ready;
+	atomic_t		io_errors;
+};
+
+/* Per-CPU request statistics of a backing device. */
+struct bkc_stats {
+	u64	cache_hits;
+	u64	cache_misses;
+	u64	cache_bypass_hits;
+	u64	cache_bypass_misses;
+	u64	bypassed;		/* sectors */
 };
 
 struct bkc_backing {
@@ -56,6 +140,7 @@ struct bkc_backing {
 	struct bkc_sb_info	sb;
 	struct bkc_set		*set;		/* attached set, or NULL */
 	struct list_head	set_node;	/* on set->backings */
+	u32			dev_id;		/* slot in the set; valid with set */
 
 	/* /dev/cacheN, present while running */
 	struct gendisk		*disk;
@@ -64,11 +149,31 @@ struct bkc_backing {
 	bool			linked;		/* /sys/block/cacheN/cache */
 	sector_t		data_start;	/* data_offset in sectors */
 
-	struct bio_set		bs;
+	struct bio_set		bs;		/* clones onto the backing device */
+	struct bio_set		split_bs;	/* front parts of split bios */
 	bool			bs_ready;
 	struct percpu_ref	inflight;
 	struct completion	inflight_done;
 	bool			ref_ready;
+
+	/* I/O gate for switching sets (backing.c) */
+	wait_queue_head_t	quiesce_wait;
+	bool			quiescing;
+
+	/* request path */
+	spinlock_t		seq_lock;
+	struct bkc_seq		seq;
+	u64			sequential_cutoff;	/* bytes; 0: off */
+	struct bkc_stats __percpu *stats;
+	struct mutex		sb_io;		/* every backing sb write */
+	struct work_struct	state_work;	/* sb state -> dirty */
+	struct work_struct	detach_work;	/* detach once written back */
+	bool			detaching;
+	struct kobject		stats_kobj;	/* <backing>/cache/stats_total */
+	bool			stats_kobj_added;
+
+	/* writeback (writeback.c) and its exclusion with foreground writes */
+	struct bkc_wb		wb;
 
 	bool			kobj_added;
 	bool			dead;
@@ -87,11 +192,26 @@ int bkc_sb_read(struct block_device *bdev, struct bkc_sb_info *sb,
 		const char **why);
 int bkc_sb_write(struct block_device *bdev, struct bkc_sb_info *sb);
 
-/* set.c */
+/* set.c: registration and slots */
 struct bkc_set *bkc_set_find(const u8 *set_uuid);
 int bkc_set_register(struct bkc_bdev *dev, struct bkc_sb_info *sb);
 void bkc_set_teardown(struct bkc_set *set);
 int bkc_set_stop(struct bkc_set *set, bool detach);
+int bkc_set_slot_get(struct bkc_set *set, const u8 *uuid, u32 *id);
+int bkc_set_slot_clean(struct bkc_set *set, u32 id);
+int bkc_set_slot_release(struct bkc_set *set, u32 id);
+
+/* meta.c: the metadata runtime of a set */
+int bkc_meta_open(struct bkc_set *set);
+void bkc_meta_close(struct bkc_set *set);
+void bkc_meta_kick(struct bkc_set *set, int bit);
+void bkc_journal_wait(struct bkc_set *set, struct bkc_jwait *jw, u64 seq);
+u64 bkc_journal_flush_seq(struct bkc_set *set);
+int bkc_meta_wait_space(struct bkc_set *set, long timeout);
+void bkc_meta_note_record(struct bkc_set *set);
+int bkc_meta_io(struct bkc_set *set, blk_opf_t opf, u64 sector, void *buf,
+		u32 len);
+int bkc_invalidate_dev(struct bkc_set *set, u32 dev_id);
 
 /* backing.c */
 int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb);
@@ -99,23 +219,40 @@ int bkc_backing_run(struct bkc_backing *b);
 void bkc_backing_teardown(struct bkc_backing *b);
 int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set);
 int bkc_backing_detach(struct bkc_backing *b);
-void bkc_backing_link(struct bkc_backing *b, struct bkc_set *set);
+int bkc_backing_link(struct bkc_backing *b, struct bkc_set *set);
 int bkc_backing_set_mode(struct bkc_backing *b, u32 mode);
 int bkc_backing_set_label(struct bkc_backing *b, const char *label,
 			  size_t len);
+int bkc_backing_set_state(struct bkc_backing *b, u32 state);
 bool bkc_backing_busy(struct bkc_backing *b);
 u32 bkc_backing_state(struct bkc_backing *b);
+u64 bkc_backing_dirty_sectors(struct bkc_backing *b);
+void bkc_backing_enter(struct bkc_backing *b);
+void bkc_backing_clean(struct bkc_backing *b);
+
+/* request.c */
+void bkc_submit_bio(struct bio *bio);
+unsigned int bkc_bio_front_pad(void);
+void bkc_insert_work(struct work_struct *work);
+int bkc_request_init(void);
+void bkc_request_exit(void);
 
 /* sysfs.c */
 extern const struct kobj_type bkc_backing_ktype;
 extern const struct kobj_type bkc_set_ktype;
 extern const struct kobj_type bkc_cdev_ktype;
-int bkc_sysfs_init(void);
-void bkc_sysfs_exit(void);
+extern const struct kobj_type bkc_stats_ktype;
 int bkc_parse_bool_one(const char *buf, size_t len);
+ssize_t bkc_emit_hsize(char *buf, u64 v);
 
 /* main.c */
 void bkc_reap(void);
+
+static inline sector_t bkc_bucket_sector(struct bkc_set *set, u64 bucket,
+					 u32 off)
+{
+	return (sector_t)bucket * set->bucket_sectors + off;
+}
 
 #define bkc_err(bdev, fmt, ...) \
 	pr_err("blkcache: %pg: " fmt "\n", (bdev), ##__VA_ARGS__)

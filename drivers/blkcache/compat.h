@@ -10,6 +10,8 @@
 #include <linux/blkdev.h>
 #include <linux/fs.h>
 #include <linux/file.h>
+#include <linux/shrinker.h>
+#include <linux/slab.h>
 
 /*
  * BKC_NEW_BLOCK_API comes from Kbuild, which looks for the queue-limit
@@ -104,5 +106,81 @@ static inline struct gendisk *bkc_alloc_disk(struct queue_limits *lim,
 #endif
 	return disk;
 }
+
+/*
+ * Shrinkers: 6.7 moved to shrinker_alloc() with a private_data pointer;
+ * 6.1 embeds struct shrinker.  Both are hidden behind these three calls.
+ */
+#if BKC_NEW_BLOCK_API
+static inline struct shrinker *
+bkc_shrinker_create(unsigned long (*count)(struct shrinker *,
+					   struct shrink_control *),
+		    unsigned long (*scan)(struct shrinker *,
+					  struct shrink_control *),
+		    void *priv, const char *name)
+{
+	struct shrinker *s = shrinker_alloc(0, "%s", name);
+
+	if (!s)
+		return NULL;
+	s->count_objects = count;
+	s->scan_objects = scan;
+	s->seeks = DEFAULT_SEEKS;
+	s->private_data = priv;
+	shrinker_register(s);
+	return s;
+}
+
+static inline void *bkc_shrinker_priv(struct shrinker *s)
+{
+	return s->private_data;
+}
+
+static inline void bkc_shrinker_destroy(struct shrinker *s)
+{
+	if (s)
+		shrinker_free(s);
+}
+#else
+struct bkc_shrinker {
+	struct shrinker	s;
+	void		*priv;
+};
+
+static inline struct shrinker *
+bkc_shrinker_create(unsigned long (*count)(struct shrinker *,
+					   struct shrink_control *),
+		    unsigned long (*scan)(struct shrinker *,
+					  struct shrink_control *),
+		    void *priv, const char *name)
+{
+	struct bkc_shrinker *bs = kzalloc(sizeof(*bs), GFP_KERNEL);
+
+	if (!bs)
+		return NULL;
+	bs->s.count_objects = count;
+	bs->s.scan_objects = scan;
+	bs->s.seeks = DEFAULT_SEEKS;
+	bs->priv = priv;
+	if (register_shrinker(&bs->s, "%s", name)) {
+		kfree(bs);
+		return NULL;
+	}
+	return &bs->s;
+}
+
+static inline void *bkc_shrinker_priv(struct shrinker *s)
+{
+	return container_of(s, struct bkc_shrinker, s)->priv;
+}
+
+static inline void bkc_shrinker_destroy(struct shrinker *s)
+{
+	if (!s)
+		return;
+	unregister_shrinker(s);
+	kfree(container_of(s, struct bkc_shrinker, s));
+}
+#endif
 
 #endif /* _BKC_COMPAT_H */

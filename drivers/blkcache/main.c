@@ -44,6 +44,9 @@ void bkc_reap(void)
 		mutex_unlock(&bkc_lock);
 
 		if (b) {
+			if (b->stats_kobj_added)
+				kobject_del(&b->stats_kobj);
+			kobject_put(&b->stats_kobj);
 			if (b->kobj_added)
 				kobject_del(&b->kobj);
 			bkc_bdev_close(&b->dev);
@@ -205,8 +208,10 @@ static void bkc_module_teardown(void)
 		kobject_put(bkc_kobj);
 		bkc_kobj = NULL;
 	}
-	if (bkc_major > 0)
+	if (bkc_major > 0) {
 		unregister_blkdev(bkc_major, "blkcache");
+		bkc_request_exit();
+	}
 	bkc_major = 0;
 }
 
@@ -214,9 +219,13 @@ static int __init bkc_init(void)
 {
 	int r;
 
+	r = bkc_request_init();
+	if (r)
+		return r;
 	r = register_blkdev(0, "blkcache");
 	if (r < 0) {
 		pr_err("blkcache: cannot register a block major (%d)\n", r);
+		bkc_request_exit();
 		return r;
 	}
 	bkc_major = r;

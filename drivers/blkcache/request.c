@@ -2,59 +2,1058 @@
 /*
  * The /dev/cacheN request path.
  *
- * Every bio is cloned (sharing the caller's pages, no copy) onto the
- * backing device, shifted by data_offset.  Flush, FUA, discard and
- * write-zeroes bios take the same path.  Each clone holds a reference on
- * the device's in-flight counter, so stop can wait for them.
+ * Every bio becomes a struct bkc_req and is cut, without copying data,
+ * into clones of the original bio (bio_trim) aimed at the cache device
+ * or at the backing device.  The request completes when its clones have.
+ *
+ * Reads look the range up in the index (always: dirty data may live only
+ * in the cache).  Hits are read from the cache device; a clean hit whose
+ * bucket was reused meanwhile, or that fails, is read again from the
+ * backing device.  Misses are read from the backing device and, unless
+ * the read was bypassed, copied into the cache in the background.
+ *
+ * Writes, by mode:
+ *   writeback     data to the cache, dirty keys; done at cache speed
+ *   writethrough  data to both, clean keys
+ *   writearound   data to the backing device, cached copies invalidated
+ *   none          the same as writearound
+ * Bypassed writes (sequential streams past sequential_cutoff, a cache
+ * full of dirty data, discard, write-zeroes) go the writearound way.
+ * Keys are inserted by the set's insert worker once the data is written;
+ * a write with FUA completes only once the journal entry holding its keys
+ * is durable.  A PREFLUSH flushes the backing device and commits the
+ * journal before the data part starts (design.md section 4).
+ *
+ * Promotion safety: a read miss records the write epoch before reading
+ * the backing device; the copy is inserted only if no write touched its
+ * 64 KiB granules since then and none is in flight, so a promotion can
+ * never bury newer data under older.
  */
-#include "bkc.h"
-#include "request.h"
+#include <linux/hash.h>
+#include <linux/highmem.h>
+#include <linux/mempool.h>
+#include <linux/slab.h>
 
-struct bkc_io {
-	struct bkc_backing	*b;
-	struct bio		*orig;
-	unsigned long		start;
-	struct bio		clone;	/* must be last: bio_set front_pad */
+#include "bkc.h"
+
+#define BKC_SEGS		32
+#define BKC_SEG_WHOLE		0xffff	/* clone of the whole request */
+#define BKC_PROMOTE_MAX		64	/* promotions in flight per set */
+#define BKC_PROMOTE_MAX_BYTES	(1U << 20)
+#define BKC_SEQ_TIMEOUT		(2 * HZ)
+#define BKC_DIRTY_FULL_PCT	95
+
+enum { BKC_WP_DIRTY, BKC_WP_CLEAN };
+
+enum bkc_seg_kind {
+	BKC_SEG_MISS,
+	BKC_SEG_HIT,		/* clean data in the cache */
+	BKC_SEG_HIT_DIRTY,	/* dirty data: only the cache has it */
+	BKC_SEG_CACHE,		/* a write's extent in the cache */
 };
+
+struct bkc_seg {
+	u64	lba;		/* cacheN sector */
+	u64	bucket;
+	u32	len;
+	u32	off;		/* sector in bucket */
+	u8	gen;
+	u8	kind;
+	bool	put;		/* allocation released */
+};
+
+/* request flags */
+enum {
+	RQ_WRITE	= 1 << 0,
+	RQ_FUA		= 1 << 1,
+	RQ_FLUSHING	= 1 << 2,	/* in the PREFLUSH stage */
+	RQ_BYPASS	= 1 << 3,
+	RQ_WB		= 1 << 4,	/* data to the cache only, dirty */
+	RQ_WT		= 1 << 5,	/* data to both, clean */
+	RQ_RANGE	= 1 << 6,	/* holds a bkc_fg_range */
+	RQ_EPOCH	= 1 << 7,	/* holds write epochs */
+	RQ_CACHE_ERR	= 1 << 8,
+	RQ_BACK_ERR	= 1 << 9,
+	RQ_PROMOTE	= 1 << 10,
+	RQ_FALLBACK	= 1 << 11,	/* cache write failed: write around */
+	RQ_NOINVAL	= 1 << 12,	/* no invalidation needed */
+	RQ_PASS		= 1 << 13,	/* no cache set: plain remap */
+	RQ_WBCOUNT	= 1 << 14,	/* counted in wb.wb_writes */
+};
+
+struct bkc_req {
+	struct bkc_backing	*b;
+	struct bkc_set		*set;
+	struct bio		*bio;
+	unsigned long		start;
+	atomic_t		pending;
+	blk_status_t		status;
+	u32			flags;
+	u64			lba;
+	u32			sectors;
+	u32			nseg;
+	u32			applied;	/* segments inserted */
+	unsigned long		retry;		/* segments to re-read */
+	u64			epoch;
+	u64			jseq;
+	struct bkc_jwait	jw;
+	struct llist_node	ll;
+	struct work_struct	work;
+	struct bkc_fg_range	range;
+	struct bkc_seg		seg[BKC_SEGS];
+};
+
+/* A clone, with the request and segment it serves. */
+struct bkc_clone {
+	struct bkc_req		*r;
+	u32			seg;
+	struct bio		bio;	/* must be last: bio_set front_pad */
+};
+
+struct bkc_promo {
+	struct work_struct	work;
+	struct bkc_backing	*b;
+	struct bkc_set		*set;
+	u64			lba;
+	u32			len;
+	u64			epoch;
+	u32			nr_pages;
+	struct page		*pages[];
+};
+
+static struct kmem_cache *bkc_req_cache;
+static mempool_t *bkc_req_pool;
+
+static void bkc_dispatch(struct bkc_req *r);
+static void bkc_req_done(struct bkc_req *r);
 
 unsigned int bkc_bio_front_pad(void)
 {
-	return offsetof(struct bkc_io, clone);
+	return offsetof(struct bkc_clone, bio);
 }
 
-static void bkc_io_endio(struct bio *clone)
-{
-	struct bkc_io *io = container_of(clone, struct bkc_io, clone);
-	struct bkc_backing *b = io->b;
-	struct bio *orig = io->orig;
-	unsigned long start = io->start;
+/* ---- request lifetime ---- */
 
-	orig->bi_status = clone->bi_status;
-	bio_put(clone);
-	bio_end_io_acct(orig, start);
-	bio_endio(orig);
+static void bkc_req_complete(struct bkc_req *r)
+{
+	struct bkc_backing *b = r->b;
+	struct bio *bio = r->bio;
+
+	bio->bi_status = r->status;
+	bio_end_io_acct(bio, r->start);
+	bio_endio(bio);
+	mempool_free(r, bkc_req_pool);
 	percpu_ref_put(&b->inflight);
+}
+
+static void bkc_req_put(struct bkc_req *r)
+{
+	if (atomic_dec_and_test(&r->pending))
+		bkc_req_done(r);
+}
+
+static void bkc_req_error(struct bkc_req *r, blk_status_t st)
+{
+	cmpxchg(&r->status, BLK_STS_OK, st);
+}
+
+static void bkc_clone_endio(struct bio *clone)
+{
+	struct bkc_clone *bc = container_of(clone, struct bkc_clone, bio);
+	struct bkc_req *r = bc->r;
+	blk_status_t st = clone->bi_status;
+	struct bkc_seg *seg;
+
+	if (bc->seg == BKC_SEG_WHOLE) {
+		/* the backing device: the data, a flush or a remap */
+		if (st) {
+			r->flags |= RQ_BACK_ERR;
+			bkc_req_error(r, st);
+		}
+	} else {
+		seg = &r->seg[bc->seg];
+		switch (seg->kind) {
+		case BKC_SEG_HIT:
+			if (st || r->set->core->alloc.b[seg->bucket].gen !=
+			    seg->gen)
+				set_bit(bc->seg, &r->retry);
+			break;
+		case BKC_SEG_HIT_DIRTY:
+		case BKC_SEG_MISS:
+			if (st)
+				bkc_req_error(r, st);
+			break;
+		case BKC_SEG_CACHE:
+			if (st)
+				r->flags |= RQ_CACHE_ERR;
+			break;
+		}
+		if (st && seg->kind != BKC_SEG_MISS)
+			atomic_inc(&r->set->io_errors);
+	}
+	bio_put(clone);
+	bkc_req_put(r);
+}
+
+static struct bio *bkc_clone(struct bkc_req *r, struct block_device *bdev,
+			     struct bio_set *bs, u32 segno, u64 lba, u32 len,
+			     sector_t sector)
+{
+	struct bio *clone = bio_alloc_clone(bdev, r->bio, GFP_NOIO, bs);
+	struct bkc_clone *bc;
+
+	if (!clone)
+		return NULL;
+	bc = container_of(clone, struct bkc_clone, bio);
+	bc->r = r;
+	bc->seg = segno;
+	if (len != r->sectors || lba != r->lba)
+		bio_trim(clone, lba - r->lba, len);
+	clone->bi_iter.bi_sector = sector;
+	clone->bi_end_io = bkc_clone_endio;
+	clone->bi_private = NULL;
+	return clone;
+}
+
+/* Submit a clone, or fail its part of the request. */
+static void bkc_submit_clone(struct bkc_req *r, struct bio *clone)
+{
+	if (clone) {
+		submit_bio_noacct(clone);
+	} else {
+		bkc_req_error(r, BLK_STS_RESOURCE);
+		bkc_req_put(r);
+	}
+}
+
+static void bkc_to_backing(struct bkc_req *r, u32 segno, u64 lba, u32 len)
+{
+	struct bkc_backing *b = r->b;
+
+	bkc_submit_clone(r, bkc_clone(r, b->dev.bdev, &b->bs, segno, lba, len,
+				      lba + b->data_start));
+}
+
+static void bkc_to_cache(struct bkc_req *r, u32 segno)
+{
+	struct bkc_seg *seg = &r->seg[segno];
+	struct bkc_set *set = r->set;
+	struct bio *clone;
+
+	clone = bkc_clone(r, set->dev.bdev, &set->bs, segno, seg->lba,
+			  seg->len, bkc_bucket_sector(set, seg->bucket,
+						      seg->off));
+	if (clone)
+		clone->bi_opf &= ~(REQ_FUA | REQ_PREFLUSH);
+	bkc_submit_clone(r, clone);
+}
+
+/* ---- write epochs (promotion safety) ---- */
+
+static struct bkc_epoch_slot *bkc_epoch_slot(struct bkc_set *set, u32 dev,
+					     u64 granule)
+{
+	return &set->epochs[hash_64(((u64)dev << 48) ^ granule,
+				    ilog2(BKC_EPOCH_SLOTS))];
+}
+
+#define for_each_granule(g, lba, len) \
+	for ((g) = (lba) >> BKC_EPOCH_SHIFT; \
+	     (g) <= ((lba) + (len) - 1) >> BKC_EPOCH_SHIFT; (g)++)
+
+static void bkc_epoch_begin(struct bkc_req *r)
+{
+	struct bkc_set *set = r->set;
+	u64 g, e;
+	u32 n = 0;
+
+	for_each_granule(g, r->lba, r->sectors) {
+		atomic_inc(&bkc_epoch_slot(set, r->b->dev_id, g)->inflight);
+		if (++n == BKC_EPOCH_SLOTS)
+			break;
+	}
+	/* in flight before the new epoch: see bkc_read() */
+	smp_mb__after_atomic();
+	e = atomic64_inc_return(&set->epoch);
+	n = 0;
+	for_each_granule(g, r->lba, r->sectors) {
+		WRITE_ONCE(bkc_epoch_slot(set, r->b->dev_id, g)->epoch, e);
+		if (++n == BKC_EPOCH_SLOTS)
+			break;
+	}
+	r->flags |= RQ_EPOCH;
+}
+
+static void bkc_epoch_end(struct bkc_req *r)
+{
+	u64 g;
+	u32 n = 0;
+
+	if (!(r->flags & RQ_EPOCH))
+		return;
+	r->flags &= ~RQ_EPOCH;
+	for_each_granule(g, r->lba, r->sectors) {
+		atomic_dec(&bkc_epoch_slot(r->set, r->b->dev_id, g)->inflight);
+		if (++n == BKC_EPOCH_SLOTS)
+			break;
+	}
+}
+
+/* Did a write touch [lba, lba + len) since epoch @e, or is one running? */
+static bool bkc_epoch_dirtied(struct bkc_set *set, u32 dev, u64 lba, u32 len,
+			      u64 e)
+{
+	struct bkc_epoch_slot *s;
+	u64 g;
+
+	for_each_granule(g, lba, len) {
+		s = bkc_epoch_slot(set, dev, g);
+		if (atomic_read(&s->inflight) || READ_ONCE(s->epoch) > e)
+			return true;
+	}
+	return false;
+}
+
+/* ---- stats and bypass ---- */
+
+#define bkc_stat_inc(b, field, n) this_cpu_add((b)->stats->field, (n))
+
+static bool bkc_sequential(struct bkc_backing *b, struct bio *bio)
+{
+	u64 cutoff = READ_ONCE(b->sequential_cutoff), bytes;
+
+	if (!cutoff)
+		return false;
+	spin_lock(&b->seq_lock);
+	bytes = bkc_seq_account(&b->seq, bio->bi_iter.bi_sector,
+				bio_sectors(bio), get_jiffies_64(),
+				BKC_SEQ_TIMEOUT);
+	spin_unlock(&b->seq_lock);
+	return bytes > cutoff;
+}
+
+static bool bkc_dirty_full(struct bkc_set *set)
+{
+	struct bkc_alloc *a = &set->core->alloc;
+	u64 cap = (a->geom.nbuckets - a->geom.first_bucket) *
+		a->geom.bucket_sectors;
+
+	return READ_ONCE(a->dirty_sectors) * 100 > cap * BKC_DIRTY_FULL_PCT;
+}
+
+/* ---- reads ---- */
+
+static int bkc_read_seg(void *arg, const struct bkc_key *k, u64 pos, u32 len)
+{
+	struct bkc_req *r = arg;
+	struct bkc_seg *seg;
+
+	if (r->nseg == BKC_SEGS)
+		return 1;
+	seg = &r->seg[r->nseg++];
+	seg->put = true;
+	if (!k) {
+		seg->kind = BKC_SEG_MISS;
+		seg->lba = bkc_pos_lba(pos);
+		seg->len = len;
+		return 0;
+	}
+	seg->kind = bkc_key_dirty(k) ? BKC_SEG_HIT_DIRTY : BKC_SEG_HIT;
+	seg->lba = bkc_pos_lba(k->pos);
+	seg->len = k->len;
+	seg->bucket = bkc_key_bucket(k);
+	seg->gen = bkc_key_gen(k);
+	seg->off = k->off;
+	return 0;
+}
+
+/* Keep the first @sectors of the request; the rest is resubmitted. */
+static bool bkc_req_trim(struct bkc_req *r, u32 sectors)
+{
+	struct bio *split;
+
+	if (sectors >= r->sectors)
+		return true;
+	split = bio_split(r->bio, sectors, GFP_NOIO, &r->b->split_bs);
+	if (IS_ERR_OR_NULL(split))
+		return false;
+	bio_chain(split, r->bio);
+	submit_bio_noacct(r->bio);
+	r->bio = split;
+	r->sectors = sectors;
+	return true;
+}
+
+static void bkc_read_work(struct work_struct *work);
+
+/* Fail a request that has not been cut into clones yet. */
+static void bkc_req_fail(struct bkc_req *r, blk_status_t st)
+{
+	r->flags |= RQ_PASS;
+	r->nseg = 0;
+	r->flags &= ~RQ_PROMOTE;
+	r->start = bio_start_io_acct(r->bio);
+	bkc_req_error(r, st);
+	atomic_set(&r->pending, 1);
+	bkc_req_put(r);
+}
+
+static void bkc_read(struct bkc_req *r)
+{
+	struct bkc_set *set = r->set;
+	struct bkc_core *c = set->core;
+	u32 i, covered = 0, hits = 0;
+	bool bypass;
+	int ret;
+
+	r->epoch = atomic64_read(&set->epoch);
+	/* the epoch before the inflight checks: see bkc_epoch_begin() */
+	smp_mb();
+	r->nseg = 0;
+	down_read(&set->lock);
+	ret = bkc_btree_lookup(&c->tree, r->b->dev_id, r->lba, r->sectors,
+			       bkc_read_seg, r);
+	for (i = 0; i < r->nseg && ret >= 0; i++) {
+		if (r->seg[i].kind != BKC_SEG_MISS) {
+			bkc_core_touch(c, r->seg[i].bucket);
+			hits += r->seg[i].len;
+		}
+		covered += r->seg[i].len;
+	}
+	up_read(&set->lock);
+
+	if (ret == -EAGAIN) {
+		/* a node must be read from disk: not in ->submit_bio */
+		INIT_WORK(&r->work, bkc_read_work);
+		queue_work(set->wq, &r->work);
+		return;
+	}
+	if (ret < 0 || !r->nseg) {
+		bkc_err(set->dev.bdev, "index lookup failed (%d)", ret);
+		bkc_req_fail(r, BLK_STS_IOERR);
+		return;
+	}
+	if (!bkc_req_trim(r, covered)) {
+		bkc_req_fail(r, BLK_STS_RESOURCE);
+		return;
+	}
+	r->start = bio_start_io_acct(r->bio);
+	bypass = bkc_sequential(r->b, r->bio);
+
+	if (bypass) {
+		bkc_stat_inc(r->b, bypassed, r->sectors);
+		if (hits == covered)
+			bkc_stat_inc(r->b, cache_bypass_hits, 1);
+		else
+			bkc_stat_inc(r->b, cache_bypass_misses, 1);
+	} else if (hits == covered) {
+		bkc_stat_inc(r->b, cache_hits, 1);
+	} else {
+		bkc_stat_inc(r->b, cache_misses, 1);
+		if (READ_ONCE(r->b->sb.cache_mode) != BKC_MODE_NONE &&
+		    atomic_read(&set->promotes) < BKC_PROMOTE_MAX &&
+		    READ_ONCE(set->running))
+			r->flags |= RQ_PROMOTE;
+	}
+
+	atomic_set(&r->pending, r->nseg);
+	for (i = 0; i < r->nseg; i++) {
+		struct bkc_seg *seg = &r->seg[i];
+
+		if (seg->kind == BKC_SEG_MISS)
+			bkc_to_backing(r, i, seg->lba, seg->len);
+		else
+			bkc_to_cache(r, i);
+	}
+}
+
+static void bkc_read_work(struct work_struct *work)
+{
+	bkc_read(container_of(work, struct bkc_req, work));
+}
+
+/* Read again from the backing device the clean hits that went wrong. */
+static void bkc_retry_work(struct work_struct *work)
+{
+	struct bkc_req *r = container_of(work, struct bkc_req, work);
+	unsigned long mask = xchg(&r->retry, 0);
+	u32 i;
+
+	atomic_set(&r->pending, hweight_long(mask));
+	for_each_set_bit(i, &mask, BKC_SEGS) {
+		r->seg[i].kind = BKC_SEG_MISS;
+		bkc_to_backing(r, i, r->seg[i].lba, r->seg[i].len);
+	}
+}
+
+/* ---- promotion of read misses ---- */
+
+static void bkc_promo_free(struct bkc_promo *p)
+{
+	u32 i;
+
+	for (i = 0; i < p->nr_pages; i++)
+		__free_page(p->pages[i]);
+	atomic_dec(&p->set->promotes);
+	percpu_ref_put(&p->b->inflight);
+	kfree(p);
+}
+
+/* Write @len sectors of @p's pages, from sector @from of it, to @sector. */
+static int bkc_promo_write(struct bkc_promo *p, u32 from, u32 len,
+			   sector_t sector)
+{
+	u32 byte = from << SECTOR_SHIFT, left = len << SECTOR_SHIFT;
+	struct bio *bio;
+	int r;
+
+	bio = bio_alloc(p->set->dev.bdev, DIV_ROUND_UP(left, PAGE_SIZE) + 1,
+			REQ_OP_WRITE, GFP_NOIO);
+	bio->bi_iter.bi_sector = sector;
+	while (left) {
+		u32 in = byte & (PAGE_SIZE - 1);
+		u32 n = min_t(u32, left, PAGE_SIZE - in);
+
+		__bio_add_page(bio, p->pages[byte >> PAGE_SHIFT], n, in);
+		byte += n;
+		left -= n;
+	}
+	r = submit_bio_wait(bio);
+	bio_put(bio);
+	return r;
+}
+
+static void bkc_promo_work(struct work_struct *work)
+{
+	struct bkc_promo *p = container_of(work, struct bkc_promo, work);
+	struct bkc_set *set = p->set;
+	struct bkc_core *c = set->core;
+	struct bkc_seg ext[8];
+	u32 n = 0, done = 0, i;
+	struct bkc_key k;
+	u64 seq;
+	int r = 0;
+
+	/* space for the copy, in as many extents as the allocator gives */
+	while (done < p->len && n < ARRAY_SIZE(ext)) {
+		down_write(&set->lock);
+		r = bkc_core_alloc_data(c, BKC_WP_CLEAN, p->len - done,
+					&ext[n].bucket, &ext[n].off,
+					&ext[n].len, &ext[n].gen);
+		up_write(&set->lock);
+		if (r)
+			break;
+		ext[n].lba = p->lba + done;
+		done += ext[n++].len;
+	}
+	if (done < p->len)
+		r = -ENOSPC;
+	for (i = 0; i < n && !r; i++)
+		r = bkc_promo_write(p, (u32)(ext[i].lba - p->lba), ext[i].len,
+				    bkc_bucket_sector(set, ext[i].bucket,
+						      ext[i].off));
+
+	down_write(&set->lock);
+	if (!r && !bkc_epoch_dirtied(set, p->b->dev_id, p->lba, p->len,
+				     p->epoch)) {
+		for (i = 0; i < n && !r; i++) {
+			bkc_key_init(&k, p->b->dev_id, ext[i].lba, ext[i].len,
+				     ext[i].bucket, ext[i].off, ext[i].gen,
+				     false);
+			r = bkc_core_insert(c, &k, &seq);
+		}
+		bkc_meta_note_record(set);
+	}
+	for (i = 0; i < n; i++)
+		bkc_core_data_put(c, ext[i].bucket);
+	up_write(&set->lock);
+	bkc_promo_free(p);
+}
+
+/* Copy missed segments of a finished read and queue their promotion. */
+static void bkc_promote(struct bkc_req *r)
+{
+	struct bkc_set *set = r->set;
+	struct bvec_iter iter;
+	struct bkc_promo *p;
+	struct bio_vec bv;
+	u32 i, j, npg, skip, copied;
+	u8 *dst;
+
+	for (i = 0; i < r->nseg; i++) {
+		struct bkc_seg *seg = &r->seg[i];
+		u32 bytes = seg->len << SECTOR_SHIFT;
+
+		if (seg->kind != BKC_SEG_MISS || bytes > BKC_PROMOTE_MAX_BYTES ||
+		    atomic_read(&set->promotes) >= BKC_PROMOTE_MAX ||
+		    bkc_epoch_dirtied(set, r->b->dev_id, seg->lba, seg->len,
+				      r->epoch))
+			continue;
+		npg = DIV_ROUND_UP(bytes, PAGE_SIZE);
+		p = kzalloc(struct_size(p, pages, npg), GFP_NOWAIT | __GFP_NOWARN);
+		if (!p)
+			return;
+		for (j = 0; j < npg; j++) {
+			p->pages[j] = alloc_page(GFP_NOWAIT | __GFP_NOWARN);
+			if (!p->pages[j])
+				break;
+		}
+		p->nr_pages = j;
+		p->b = r->b;
+		p->set = set;
+		atomic_inc(&set->promotes);
+		percpu_ref_get(&r->b->inflight);
+		if (j < npg) {
+			bkc_promo_free(p);
+			return;
+		}
+		p->lba = seg->lba;
+		p->len = seg->len;
+		p->epoch = r->epoch;
+
+		/* copy the segment's bytes out of the caller's pages */
+		iter = r->bio->bi_iter;
+		bio_advance_iter(r->bio, &iter,
+				 (seg->lba - r->lba) << SECTOR_SHIFT);
+		iter.bi_size = bytes;
+		copied = 0;
+		__bio_for_each_segment(bv, r->bio, iter, iter) {
+			skip = 0;
+			while (skip < bv.bv_len) {
+				u32 pg = copied >> PAGE_SHIFT;
+				u32 in = copied & (PAGE_SIZE - 1);
+				u32 n = min_t(u32, bv.bv_len - skip,
+					      PAGE_SIZE - in);
+
+				dst = kmap_local_page(p->pages[pg]);
+				memcpy_from_bvec(dst + in, &(struct bio_vec){
+					.bv_page = bv.bv_page,
+					.bv_offset = bv.bv_offset + skip,
+					.bv_len = n });
+				kunmap_local(dst);
+				skip += n;
+				copied += n;
+			}
+		}
+		INIT_WORK(&p->work, bkc_promo_work);
+		queue_work(set->wq, &p->work);
+	}
+}
+
+/* ---- writes ---- */
+
+/* Space in the cache for the whole request, as up to BKC_SEGS extents. */
+static int bkc_alloc_extents(struct bkc_req *r, u32 wp)
+{
+	struct bkc_set *set = r->set;
+	u32 done = 0;
+	int ret = 0;
+
+	down_write(&set->lock);
+	while (done < r->sectors && r->nseg < BKC_SEGS) {
+		struct bkc_seg *seg = &r->seg[r->nseg];
+
+		ret = bkc_core_alloc_data(set->core, wp, r->sectors - done,
+					  &seg->bucket, &seg->off, &seg->len,
+					  &seg->gen);
+		if (ret)
+			break;
+		seg->kind = BKC_SEG_CACHE;
+		seg->lba = r->lba + done;
+		seg->put = false;
+		done += seg->len;
+		r->nseg++;
+	}
+	up_write(&set->lock);
+	if (!done)
+		return ret ? ret : -ENOSPC;
+	return bkc_req_trim(r, done) ? 0 : -ENOMEM;
+}
+
+static void bkc_release_extents(struct bkc_req *r)
+{
+	u32 i;
+
+	for (i = 0; i < r->nseg; i++) {
+		if (r->seg[i].kind == BKC_SEG_CACHE && !r->seg[i].put) {
+			bkc_core_data_put(r->set->core, r->seg[i].bucket);
+			r->seg[i].put = true;
+		}
+	}
+}
+
+/*
+ * The backing superblock must say "dirty" before dirty data exists.  The
+ * write is done by a worker: bios submitted from ->submit_bio would wait
+ * on current->bio_list until we return.
+ */
+static int bkc_mark_dirty(struct bkc_backing *b)
+{
+	if (READ_ONCE(b->sb.state) == BKC_STATE_DIRTY)
+		return 0;
+	queue_work(b->set->wq, &b->state_work);
+	flush_work(&b->state_work);
+	return READ_ONCE(b->sb.state) == BKC_STATE_DIRTY ? 0 : -EIO;
+}
+
+static void bkc_write(struct bkc_req *r)
+{
+	struct bkc_backing *b = r->b;
+	struct bkc_set *set = r->set;
+	u32 mode = READ_ONCE(b->sb.cache_mode), op = bio_op(r->bio), i;
+	bool bypass;
+	int ret = -ENOSPC;
+
+	bypass = mode == BKC_MODE_NONE || mode == BKC_MODE_WRITEAROUND ||
+		op != REQ_OP_WRITE || !r->sectors ||
+		(mode == BKC_MODE_WRITEBACK && bkc_dirty_full(set));
+	if (!bypass && bkc_sequential(b, r->bio))
+		bypass = true;
+	if (!bypass && mode == BKC_MODE_WRITEBACK) {
+		atomic_inc(&b->wb.wb_writes);
+		r->flags |= RQ_WBCOUNT;
+		/* count before state; bkc_wb_set_clean() does the reverse */
+		smp_mb__after_atomic();
+		if (bkc_mark_dirty(b))
+			bypass = true;
+	}
+	if (!bypass) {
+		ret = bkc_alloc_extents(r, mode == BKC_MODE_WRITEBACK ?
+					BKC_WP_DIRTY : BKC_WP_CLEAN);
+		if (ret == -ENOSPC || ret == -EAGAIN) {
+			bkc_meta_wait_space(set, HZ / 20);
+			ret = bkc_alloc_extents(r, mode == BKC_MODE_WRITEBACK ?
+						BKC_WP_DIRTY : BKC_WP_CLEAN);
+		}
+		bypass = ret != 0;
+	}
+	r->start = bio_start_io_acct(r->bio);
+	if (r->sectors)
+		bkc_epoch_begin(r);
+	if (bypass) {
+		r->flags |= RQ_BYPASS;
+		bkc_stat_inc(b, bypassed, r->sectors);
+	} else {
+		r->flags |= mode == BKC_MODE_WRITEBACK ? RQ_WB : RQ_WT;
+	}
+	if (!(r->flags & RQ_WB)) {
+		bkc_fg_begin(b, &r->range, r->lba, r->sectors);
+		r->flags |= RQ_RANGE;
+	}
+
+	atomic_set(&r->pending, r->nseg + !(r->flags & RQ_WB));
+	if (!(r->flags & RQ_WB))
+		bkc_to_backing(r, BKC_SEG_WHOLE, r->lba, r->sectors);
+	for (i = 0; i < r->nseg; i++)
+		bkc_to_cache(r, i);
+}
+
+/* Writeback data could not be cached: write it around instead. */
+static void bkc_fallback_work(struct work_struct *work)
+{
+	struct bkc_req *r = container_of(work, struct bkc_req, work);
+
+	bkc_fg_begin(r->b, &r->range, r->lba, r->sectors);
+	r->flags |= RQ_RANGE;
+	atomic_set(&r->pending, 1);
+	bkc_to_backing(r, BKC_SEG_WHOLE, r->lba, r->sectors);
+}
+
+static int bkc_has_key(void *arg, const struct bkc_key *k, u64 pos, u32 len)
+{
+	return k ? 1 : 0;
+}
+
+/* Insert @r's keys or invalidations; called with set->lock held. */
+static int bkc_apply(struct bkc_req *r)
+{
+	struct bkc_set *set = r->set;
+	struct bkc_core *c = set->core;
+	u32 dev = r->b->dev_id;
+	struct bkc_key k;
+	u64 lba, seq;
+	int ret = 0;
+
+	if ((r->flags & RQ_WB) && !(r->flags & RQ_CACHE_ERR)) {
+		for (; r->applied < r->nseg && !ret; r->applied++) {
+			struct bkc_seg *s = &r->seg[r->applied];
+
+			bkc_key_init(&k, dev, s->lba, s->len, s->bucket, s->off,
+				     s->gen, true);
+			ret = bkc_core_insert(c, &k, &seq);
+			if (!ret)
+				r->jseq = seq;
+		}
+		if (ret)
+			r->applied--;
+		return ret;
+	}
+	if ((r->flags & RQ_WT) &&
+	    !(r->flags & (RQ_CACHE_ERR | RQ_BACK_ERR))) {
+		for (; r->applied < r->nseg && !ret; r->applied++) {
+			struct bkc_seg *s = &r->seg[r->applied];
+
+			bkc_key_init(&k, dev, s->lba, s->len, s->bucket, s->off,
+				     s->gen, false);
+			ret = bkc_core_insert(c, &k, &seq);
+			if (!ret)
+				r->jseq = seq;
+		}
+		if (ret)
+			r->applied--;
+		return ret;
+	}
+	/* everything else: forget what the cache holds for the range */
+	if (!(r->flags & RQ_NOINVAL)) {
+		if (!bkc_btree_lookup(&c->tree, dev, r->lba, r->sectors,
+				      bkc_has_key, NULL))
+			r->flags |= RQ_NOINVAL;
+	}
+	for (lba = r->lba + ((u64)r->applied << 20);
+	     !(r->flags & RQ_NOINVAL) && lba < r->lba + r->sectors && !ret;
+	     lba += 1U << 20) {
+		ret = bkc_core_invalidate(c, dev, lba,
+					  min_t(u64, 1U << 20,
+						r->lba + r->sectors - lba), &seq);
+		if (!ret) {
+			r->jseq = seq;
+			r->applied++;
+		}
+	}
+	return ret;
+}
+
+static void bkc_fua_done(struct bkc_jwait *jw, int err)
+{
+	struct bkc_req *r = container_of(jw, struct bkc_req, jw);
+
+	if (err)
+		bkc_req_error(r, BLK_STS_IOERR);
+	bkc_req_complete(r);
+}
+
+/* Keys are in: release what the request held and complete it. */
+static void bkc_write_finish(struct bkc_req *r)
+{
+	if (r->flags & RQ_WBCOUNT)
+		atomic_dec(&r->b->wb.wb_writes);
+	r->flags &= ~RQ_WBCOUNT;
+	if (r->flags & RQ_RANGE)
+		bkc_fg_end(r->b, &r->range);
+	r->flags &= ~RQ_RANGE;
+	bkc_epoch_end(r);
+	if ((r->flags & RQ_FUA) && r->jseq) {
+		r->jw.fn = bkc_fua_done;
+		bkc_journal_wait(r->set, &r->jw, r->jseq);
+		return;
+	}
+	bkc_req_complete(r);
+}
+
+/* The insert worker: keys of finished writes, in batches. */
+void bkc_insert_work(struct work_struct *work)
+{
+	struct bkc_set *set = container_of(work, struct bkc_set, insert_work);
+	struct llist_node *list = llist_reverse_order(llist_del_all(&set->done));
+	struct bkc_req *r, *tmp;
+	bool noted = false;
+	int ret;
+
+	if (!list)
+		return;
+	down_write(&set->lock);
+	llist_for_each_entry(r, list, ll) {
+		if ((r->flags & (RQ_WB | RQ_CACHE_ERR)) ==
+		    (RQ_WB | RQ_CACHE_ERR)) {
+			bkc_release_extents(r);
+			continue;
+		}
+		for (;;) {
+			ret = set->running ? bkc_apply(r) : -EIO;
+			if (ret != -EAGAIN && ret != -ENOSPC)
+				break;
+			up_write(&set->lock);
+			ret = bkc_meta_wait_space(set, HZ / 10);
+			down_write(&set->lock);
+			if (ret)
+				break;
+		}
+		if (ret) {
+			bkc_err(set->dev.bdev, "cannot record a write (%d)",
+				ret);
+			bkc_req_error(r, BLK_STS_IOERR);
+		} else if (r->jseq) {
+			noted = true;
+		}
+		bkc_release_extents(r);
+	}
+	if (noted)
+		bkc_meta_note_record(set);
+	up_write(&set->lock);
+
+	llist_for_each_entry_safe(r, tmp, list, ll) {
+		if ((r->flags & (RQ_WB | RQ_CACHE_ERR)) ==
+		    (RQ_WB | RQ_CACHE_ERR)) {
+			/* try once more, around the cache */
+			r->flags &= ~(RQ_WB | RQ_CACHE_ERR);
+			r->flags |= RQ_FALLBACK | RQ_BYPASS;
+			r->nseg = 0;
+			r->applied = 0;
+			INIT_WORK(&r->work, bkc_fallback_work);
+			queue_work(set->wq, &r->work);
+			continue;
+		}
+		bkc_write_finish(r);
+	}
+}
+
+/* ---- flushes ---- */
+
+static void bkc_flush_jw(struct bkc_jwait *jw, int err)
+{
+	struct bkc_req *r = container_of(jw, struct bkc_req, jw);
+
+	if (err)
+		bkc_req_error(r, BLK_STS_IOERR);
+	bkc_req_put(r);
+}
+
+/* PREFLUSH: flush the backing device and commit the journal. */
+static void bkc_flush_start(struct bkc_req *r)
+{
+	struct bkc_backing *b = r->b;
+	struct bkc_clone *bc;
+	struct bio *flush;
+
+	r->flags |= RQ_FLUSHING;
+	atomic_set(&r->pending, 2);
+	flush = bio_alloc_bioset(b->dev.bdev, 0, REQ_OP_WRITE | REQ_PREFLUSH,
+				 GFP_NOIO, &b->bs);
+	bc = container_of(flush, struct bkc_clone, bio);
+	bc->r = r;
+	bc->seg = BKC_SEG_WHOLE;
+	flush->bi_end_io = bkc_clone_endio;
+	submit_bio_noacct(flush);
+	r->jw.fn = bkc_flush_jw;
+	bkc_journal_wait(r->set, &r->jw, bkc_journal_flush_seq(r->set));
+}
+
+static void bkc_dispatch_work(struct work_struct *work)
+{
+	bkc_dispatch(container_of(work, struct bkc_req, work));
+}
+
+/* ---- completion ---- */
+
+static void bkc_req_done(struct bkc_req *r)
+{
+	if (r->flags & RQ_FLUSHING) {
+		r->flags &= ~RQ_FLUSHING;
+		r->bio->bi_opf &= ~REQ_PREFLUSH;
+		if (r->status || !bio_sectors(r->bio)) {
+			r->start = bio_start_io_acct(r->bio);
+			bkc_req_complete(r);
+			return;
+		}
+		r->flags &= ~RQ_BACK_ERR;
+		INIT_WORK(&r->work, bkc_dispatch_work);
+		queue_work(r->set->wq, &r->work);
+		return;
+	}
+	if (r->retry) {
+		INIT_WORK(&r->work, bkc_retry_work);
+		queue_work(r->set->wq, &r->work);
+		return;
+	}
+	if (r->flags & RQ_PASS) {
+		bkc_req_complete(r);
+		return;
+	}
+	if (r->flags & RQ_WRITE) {
+		if (r->flags & RQ_FALLBACK) {
+			/* second round of a failed writeback write */
+			r->flags &= ~RQ_FALLBACK;
+		}
+		if (llist_add(&r->ll, &r->set->done))
+			queue_work(r->set->wq, &r->set->insert_work);
+		return;
+	}
+	if ((r->flags & RQ_PROMOTE) && !r->status)
+		bkc_promote(r);
+	bkc_req_complete(r);
+}
+
+/* ---- entry ---- */
+
+static void bkc_dispatch(struct bkc_req *r)
+{
+	if (r->flags & RQ_WRITE)
+		bkc_write(r);
+	else
+		bkc_read(r);
+}
+
+/* No cache set (or a failed one): remap to the backing device. */
+static void bkc_passthrough(struct bkc_req *r)
+{
+	r->flags |= RQ_PASS;
+	r->start = bio_start_io_acct(r->bio);
+	atomic_set(&r->pending, 1);
+	bkc_to_backing(r, BKC_SEG_WHOLE, r->lba, r->sectors);
 }
 
 void bkc_submit_bio(struct bio *bio)
 {
 	struct bkc_backing *b = bio->bi_bdev->bd_disk->private_data;
-	struct bkc_io *io;
-	struct bio *clone;
+	struct bkc_set *set;
+	struct bkc_req *r;
 
-	clone = bio_alloc_clone(b->dev.bdev, bio, GFP_NOIO, &b->bs);
-	if (unlikely(!clone)) {
-		bio_io_error(bio);
+	bkc_backing_enter(b);
+	WRITE_ONCE(b->wb.last_io, jiffies);
+	r = mempool_alloc(bkc_req_pool, GFP_NOIO);
+	memset(r, 0, offsetof(struct bkc_req, seg));
+	r->b = b;
+	r->bio = bio;
+	r->lba = bio->bi_iter.bi_sector;
+	r->sectors = bio_sectors(bio);
+	if (op_is_write(bio_op(bio)))
+		r->flags |= RQ_WRITE;
+	if (bio->bi_opf & REQ_FUA)
+		r->flags |= RQ_FUA;
+
+	set = b->set;
+	if (!set || !READ_ONCE(set->running)) {
+		if (READ_ONCE(b->sb.state) == BKC_STATE_DIRTY) {
+			/* its cache holds newer data we cannot reach */
+			bkc_req_fail(r, BLK_STS_IOERR);
+			return;
+		}
+		bkc_passthrough(r);
 		return;
 	}
-	io = container_of(clone, struct bkc_io, clone);
-	io->b = b;
-	io->orig = bio;
-	io->start = bio_start_io_acct(bio);
-	percpu_ref_get(&b->inflight);
+	r->set = set;
+	if (bio->bi_opf & REQ_PREFLUSH) {
+		bkc_flush_start(r);
+		return;
+	}
+	bkc_dispatch(r);
+}
 
-	clone->bi_iter.bi_sector += b->data_start;
-	clone->bi_end_io = bkc_io_endio;
-	clone->bi_private = NULL;
-	submit_bio_noacct(clone);
+int bkc_request_init(void)
+{
+	bkc_req_cache = KMEM_CACHE(bkc_req, 0);
+	if (!bkc_req_cache)
+		return -ENOMEM;
+	bkc_req_pool = mempool_create_slab_pool(64, bkc_req_cache);
+	if (!bkc_req_pool) {
+		kmem_cache_destroy(bkc_req_cache);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void bkc_request_exit(void)
+{
+	mempool_destroy(bkc_req_pool);
+	kmem_cache_destroy(bkc_req_cache);
 }

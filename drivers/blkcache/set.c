@@ -36,8 +36,9 @@ static void bkc_set_adopt_waiting(struct bkc_set *set)
 				set->sb.block_size, b->sb.block_size);
 			continue;
 		}
-		bkc_backing_link(b, set);
-		r = bkc_backing_run(b);
+		r = bkc_backing_link(b, set);
+		if (!r)
+			r = bkc_backing_run(b);
 		if (r)
 			bkc_err(b->dev.bdev, "cannot start (%d)", r);
 	}
@@ -79,6 +80,11 @@ int bkc_set_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 		goto fail;
 	set->cdev_kobj_added = true;
 
+	r = bkc_meta_open(set);
+	if (r) {
+		bkc_set_teardown(set);
+		return r;
+	}
 	bkc_info(dev->bdev, "registered cache set %pUb", sb->set_uuid);
 	bkc_set_adopt_waiting(set);
 	kobject_uevent(&set->kobj, KOBJ_ADD);
@@ -103,8 +109,9 @@ void bkc_set_teardown(struct bkc_set *set)
 	set->dead = true;
 	list_for_each_entry_safe(b, n, &set->backings, set_node) {
 		list_del_init(&b->set_node);
-		b->set = NULL;
+		WRITE_ONCE(b->set, NULL);
 	}
+	bkc_meta_close(set);
 	list_move_tail(&set->list, &bkc_dead_sets);
 }
 
@@ -114,7 +121,8 @@ void bkc_set_teardown(struct bkc_set *set)
  * nothing, while any of them is open.
  *
  * unregister (@detach true): detach every backing device (they go on
- * without a cache), then release the set.
+ * without a cache), then release the set.  Refused with -EBUSY while any
+ * of them has dirty data: detach those first, which writes it back.
  */
 int bkc_set_stop(struct bkc_set *set, bool detach)
 {
@@ -122,13 +130,17 @@ int bkc_set_stop(struct bkc_set *set, bool detach)
 	int r, ret = 0;
 
 	lockdep_assert_held(&bkc_lock);
-	if (!detach) {
-		list_for_each_entry(b, &set->backings, set_node) {
-			if (bkc_backing_busy(b)) {
-				bkc_err(set->dev.bdev, "cannot stop: %s is in use",
-					b->disk->disk_name);
-				return -EBUSY;
-			}
+	list_for_each_entry(b, &set->backings, set_node) {
+		if (!detach && bkc_backing_busy(b)) {
+			bkc_err(set->dev.bdev, "cannot stop: %s is in use",
+				b->disk->disk_name);
+			return -EBUSY;
+		}
+		if (detach && bkc_backing_dirty_sectors(b)) {
+			bkc_err(set->dev.bdev,
+				"cannot unregister: %pg has dirty data; detach it first",
+				b->dev.bdev);
+			return -EBUSY;
 		}
 	}
 	list_for_each_entry_safe(b, n, &set->backings, set_node) {
@@ -148,4 +160,69 @@ int bkc_set_stop(struct bkc_set *set, bool detach)
 		 detach ? "unregistered" : "stopped");
 	bkc_set_teardown(set);
 	return ret;
+}
+
+/* ---- backing device slots (device ids) in the cache superblock ---- */
+
+static int bkc_set_sb_commit(struct bkc_set *set, u32 id, u8 state,
+			     const u8 *uuid)
+{
+	u8 old_state = set->sb.bdev_state[id];
+	u8 old_uuid[BKC_UUID_SIZE];
+	int r;
+
+	memcpy(old_uuid, set->sb.bdev_uuid[id], BKC_UUID_SIZE);
+	set->sb.bdev_state[id] = state;
+	memcpy(set->sb.bdev_uuid[id], uuid, BKC_UUID_SIZE);
+	r = bkc_sb_write(set->dev.bdev, &set->sb);
+	if (r) {
+		set->sb.bdev_state[id] = old_state;
+		memcpy(set->sb.bdev_uuid[id], old_uuid, BKC_UUID_SIZE);
+	}
+	return r;
+}
+
+/*
+ * The device id of the backing device @uuid in @set: its slot, or a free
+ * one, taken and recorded durably before any key can use it.
+ */
+int bkc_set_slot_get(struct bkc_set *set, const u8 *uuid, u32 *id)
+{
+	u32 i, free = BKC_SB_MAX_BDEVS;
+
+	lockdep_assert_held(&bkc_lock);
+	for (i = 0; i < BKC_SB_MAX_BDEVS; i++) {
+		if (set->sb.bdev_state[i] == BKC_SLOT_ATTACHED &&
+		    !memcmp(set->sb.bdev_uuid[i], uuid, BKC_UUID_SIZE)) {
+			*id = i;
+			return 0;
+		}
+		if (set->sb.bdev_state[i] == BKC_SLOT_FREE &&
+		    free == BKC_SB_MAX_BDEVS)
+			free = i;
+	}
+	if (free == BKC_SB_MAX_BDEVS) {
+		bkc_err(set->dev.bdev, "cache set %pUb serves %u backing devices already",
+			set->sb.set_uuid, BKC_SB_MAX_BDEVS);
+		return -ENOSPC;
+	}
+	*id = free;
+	return bkc_set_sb_commit(set, free, BKC_SLOT_ATTACHED, uuid);
+}
+
+/* Slot @id is detached: its keys are being dropped. */
+int bkc_set_slot_clean(struct bkc_set *set, u32 id)
+{
+	if (set->sb.bdev_state[id] != BKC_SLOT_ATTACHED)
+		return 0;
+	return bkc_set_sb_commit(set, id, BKC_SLOT_CLEANING,
+				 set->sb.bdev_uuid[id]);
+}
+
+/* Slot @id holds no keys any more. */
+int bkc_set_slot_release(struct bkc_set *set, u32 id)
+{
+	static const u8 zero[BKC_UUID_SIZE];
+
+	return bkc_set_sb_commit(set, id, BKC_SLOT_FREE, zero);
 }

@@ -40,7 +40,7 @@ static int bkc_parse_uuid(const char *buf, size_t len, u8 *out)
 }
 
 /* Human-readable size, bcache style: 0, 512, 1.5k, 20.0M, ... */
-static ssize_t bkc_emit_hsize(char *buf, u64 v)
+ssize_t bkc_emit_hsize(char *buf, u64 v)
 {
 	static const char units[] = "kMGTPE";
 	u64 frac = 0;
@@ -55,6 +55,74 @@ static ssize_t bkc_emit_hsize(char *buf, u64 v)
 		return sysfs_emit(buf, "%llu\n", v);
 	return sysfs_emit(buf, "%llu.%llu%c\n", v, frac * 10 / 1024,
 			  units[u]);
+}
+
+/*
+ * A size: decimal digits with an optional k/m/g/t suffix (either case,
+ * powers of 1024), an optional trailing newline, nothing else.
+ */
+static int bkc_parse_size(const char *buf, size_t len, u64 *out)
+{
+	u64 v = 0, mul = 1;
+	size_t i = 0;
+
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (!len)
+		return -EINVAL;
+	for (; i < len && isdigit(buf[i]); i++) {
+		if (v > (U64_MAX - 9) / 10)
+			return -EINVAL;
+		v = v * 10 + (buf[i] - '0');
+	}
+	if (!i)
+		return -EINVAL;
+	if (i < len) {
+		switch (tolower(buf[i])) {
+		case 'k':
+			mul = 1ULL << 10;
+			break;
+		case 'm':
+			mul = 1ULL << 20;
+			break;
+		case 'g':
+			mul = 1ULL << 30;
+			break;
+		case 't':
+			mul = 1ULL << 40;
+			break;
+		default:
+			return -EINVAL;
+		}
+		if (++i != len)
+			return -EINVAL;
+	}
+	if (v > U64_MAX / mul)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+/* An unsigned decimal in [lo, hi], optional newline. */
+static int bkc_parse_uint(const char *buf, size_t len, u64 lo, u64 hi,
+			  u64 *out)
+{
+	u64 v = 0;
+	size_t i;
+
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (!len)
+		return -EINVAL;
+	for (i = 0; i < len; i++) {
+		if (!isdigit(buf[i]) || v > (U64_MAX - 9) / 10)
+			return -EINVAL;
+		v = v * 10 + (buf[i] - '0');
+	}
+	if (v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
 }
 
 /*
@@ -245,9 +313,164 @@ static ssize_t backing_dev_uuid_show(struct kobject *kobj,
 static ssize_t dirty_data_show(struct kobject *kobj,
 			       struct kobj_attribute *attr, char *buf)
 {
-	return bkc_emit_hsize(buf, 0);
+	return bkc_emit_hsize(buf, bkc_backing_dirty_sectors(to_backing(kobj))
+			      << SECTOR_SHIFT);
 }
 
+static ssize_t sequential_cutoff_show(struct kobject *kobj,
+				      struct kobj_attribute *attr, char *buf)
+{
+	return bkc_emit_hsize(buf, READ_ONCE(to_backing(kobj)->sequential_cutoff));
+}
+
+static ssize_t sequential_cutoff_store(struct kobject *kobj,
+				       struct kobj_attribute *attr,
+				       const char *buf, size_t len)
+{
+	u64 v;
+	int r = bkc_parse_size(buf, len, &v);
+
+	if (r || v > (1ULL << 40))
+		return -EINVAL;
+	WRITE_ONCE(to_backing(kobj)->sequential_cutoff, v);
+	return len;
+}
+
+static ssize_t writeback_percent_show(struct kobject *kobj,
+				      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(to_backing(kobj)->wb.percent));
+}
+
+static ssize_t writeback_percent_store(struct kobject *kobj,
+				       struct kobj_attribute *attr,
+				       const char *buf, size_t len)
+{
+	struct bkc_backing *b = to_backing(kobj);
+	u64 v;
+	int r = bkc_parse_uint(buf, len, 0, 100, &v);
+
+	if (r)
+		return r;
+	WRITE_ONCE(b->wb.percent, v);
+	bkc_wb_kick(b);
+	return len;
+}
+
+static ssize_t writeback_delay_show(struct kobject *kobj,
+				    struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(to_backing(kobj)->wb.delay));
+}
+
+static ssize_t writeback_delay_store(struct kobject *kobj,
+				     struct kobj_attribute *attr,
+				     const char *buf, size_t len)
+{
+	u64 v;
+	int r = bkc_parse_uint(buf, len, 0, 3600, &v);
+
+	if (r)
+		return r;
+	WRITE_ONCE(to_backing(kobj)->wb.delay, v);
+	return len;
+}
+
+static ssize_t writeback_running_show(struct kobject *kobj,
+				      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", READ_ONCE(to_backing(kobj)->wb.running));
+}
+
+static ssize_t writeback_running_store(struct kobject *kobj,
+				       struct kobj_attribute *attr,
+				       const char *buf, size_t len)
+{
+	struct bkc_backing *b = to_backing(kobj);
+	u64 v;
+	int r = bkc_parse_uint(buf, len, 0, 1, &v);
+
+	if (r)
+		return r;
+	WRITE_ONCE(b->wb.running, v);
+	bkc_wb_kick(b);
+	return len;
+}
+
+static ssize_t writeback_rate_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	ssize_t n = bkc_emit_hsize(buf, READ_ONCE(to_backing(kobj)->wb.rate)
+				   << SECTOR_SHIFT);
+
+	/* "512.0k\n" -> "512.0k/sec\n" */
+	return n - 1 + sysfs_emit_at(buf, n - 1, "/sec\n");
+}
+
+static ssize_t writeback_rate_max_show(struct kobject *kobj,
+				       struct kobj_attribute *attr, char *buf)
+{
+	return bkc_emit_hsize(buf, READ_ONCE(to_backing(kobj)->wb.rate_max));
+}
+
+static ssize_t writeback_rate_max_store(struct kobject *kobj,
+					struct kobj_attribute *attr,
+					const char *buf, size_t len)
+{
+	struct bkc_backing *b = to_backing(kobj);
+	u64 v;
+	int r = bkc_parse_size(buf, len, &v);
+
+	if (r || (v && v < 4096) || v > (1ULL << 40))
+		return -EINVAL;
+	WRITE_ONCE(b->wb.rate_max, v);
+	bkc_wb_kick(b);
+	return len;
+}
+
+static ssize_t writeback_rate_debug_show(struct kobject *kobj,
+					 struct kobj_attribute *attr,
+					 char *buf)
+{
+	struct bkc_backing *b = to_backing(kobj);
+	struct bkc_ratectl *c = &b->wb.ctl;
+	ssize_t n = 0;
+
+	n += sysfs_emit_at(buf, n, "rate:\t\t%llu sectors/s\n",
+			   READ_ONCE(b->wb.rate));
+	n += sysfs_emit_at(buf, n, "dirty:\t\t%llu sectors\n",
+			   bkc_backing_dirty_sectors(b));
+	n += sysfs_emit_at(buf, n, "target:\t\t%llu sectors\n",
+			   READ_ONCE(b->wb.target));
+	n += sysfs_emit_at(buf, n, "proportional:\t%lld\n",
+			   READ_ONCE(c->proportional));
+	n += sysfs_emit_at(buf, n, "integral:\t%lld\n",
+			   READ_ONCE(c->integral));
+	n += sysfs_emit_at(buf, n, "written:\t%llu sectors\n",
+			   READ_ONCE(b->wb.written));
+	n += sysfs_emit_at(buf, n, "draining:\t%d\n", READ_ONCE(b->wb.drain));
+	return n;
+}
+
+static ssize_t clear_stats_store(struct kobject *kobj,
+				 struct kobj_attribute *attr,
+				 const char *buf, size_t len)
+{
+	struct bkc_backing *b = to_backing(kobj);
+	int cpu, r = bkc_parse_bool_one(buf, len);
+
+	if (r)
+		return r;
+	mutex_lock(&bkc_lock);
+	if (!b->dead && b->stats)
+		for_each_possible_cpu(cpu)
+			memset(per_cpu_ptr(b->stats, cpu), 0,
+			       sizeof(struct bkc_stats));
+	mutex_unlock(&bkc_lock);
+	return len;
+}
+
+static struct kobj_attribute bkc_attr_clear_stats = __ATTR_WO(clear_stats);
 static struct kobj_attribute bkc_attr_attach = __ATTR_WO(attach);
 static struct kobj_attribute bkc_attr_detach = __ATTR_WO(detach);
 static struct kobj_attribute bkc_attr_stop = __ATTR_WO(stop);
@@ -259,6 +482,20 @@ static struct kobj_attribute bkc_attr_backing_dev_name =
 static struct kobj_attribute bkc_attr_backing_dev_uuid =
 	__ATTR_RO(backing_dev_uuid);
 static struct kobj_attribute bkc_attr_dirty_data = __ATTR_RO(dirty_data);
+static struct kobj_attribute bkc_attr_sequential_cutoff =
+	__ATTR_RW(sequential_cutoff);
+static struct kobj_attribute bkc_attr_writeback_percent =
+	__ATTR_RW(writeback_percent);
+static struct kobj_attribute bkc_attr_writeback_delay =
+	__ATTR_RW(writeback_delay);
+static struct kobj_attribute bkc_attr_writeback_running =
+	__ATTR_RW(writeback_running);
+static struct kobj_attribute bkc_attr_writeback_rate =
+	__ATTR_RO(writeback_rate);
+static struct kobj_attribute bkc_attr_writeback_rate_max =
+	__ATTR_RW(writeback_rate_max);
+static struct kobj_attribute bkc_attr_writeback_rate_debug =
+	__ATTR_RO(writeback_rate_debug);
 
 static struct attribute *bkc_backing_attrs[] = {
 	&bkc_attr_attach.attr,
@@ -270,9 +507,100 @@ static struct attribute *bkc_backing_attrs[] = {
 	&bkc_attr_backing_dev_name.attr,
 	&bkc_attr_backing_dev_uuid.attr,
 	&bkc_attr_dirty_data.attr,
+	&bkc_attr_sequential_cutoff.attr,
+	&bkc_attr_writeback_percent.attr,
+	&bkc_attr_writeback_delay.attr,
+	&bkc_attr_writeback_running.attr,
+	&bkc_attr_writeback_rate.attr,
+	&bkc_attr_writeback_rate_max.attr,
+	&bkc_attr_writeback_rate_debug.attr,
+	&bkc_attr_clear_stats.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(bkc_backing);
+
+/* ---- stats_total/ ---- */
+
+#define stats_to_backing(k) container_of(k, struct bkc_backing, stats_kobj)
+
+static void bkc_stats_sum(struct bkc_backing *b, struct bkc_stats *sum)
+{
+	int cpu;
+
+	memset(sum, 0, sizeof(*sum));
+	for_each_possible_cpu(cpu) {
+		struct bkc_stats *s = per_cpu_ptr(b->stats, cpu);
+
+		sum->cache_hits += READ_ONCE(s->cache_hits);
+		sum->cache_misses += READ_ONCE(s->cache_misses);
+		sum->cache_bypass_hits += READ_ONCE(s->cache_bypass_hits);
+		sum->cache_bypass_misses += READ_ONCE(s->cache_bypass_misses);
+		sum->bypassed += READ_ONCE(s->bypassed);
+	}
+}
+
+#define BKC_STAT_SHOW(field)						\
+static ssize_t field##_show(struct kobject *kobj,			\
+			    struct kobj_attribute *attr, char *buf)	\
+{									\
+	struct bkc_stats sum;						\
+									\
+	bkc_stats_sum(stats_to_backing(kobj), &sum);			\
+	return sysfs_emit(buf, "%llu\n", sum.field);			\
+}									\
+static struct kobj_attribute bkc_attr_##field = __ATTR_RO(field)
+
+BKC_STAT_SHOW(cache_hits);
+BKC_STAT_SHOW(cache_misses);
+BKC_STAT_SHOW(cache_bypass_hits);
+BKC_STAT_SHOW(cache_bypass_misses);
+
+static ssize_t cache_hit_ratio_show(struct kobject *kobj,
+				    struct kobj_attribute *attr, char *buf)
+{
+	struct bkc_stats sum;
+	u64 all;
+
+	bkc_stats_sum(stats_to_backing(kobj), &sum);
+	all = sum.cache_hits + sum.cache_misses;
+	return sysfs_emit(buf, "%llu\n", all ? div64_u64(sum.cache_hits * 100,
+							 all) : 0);
+}
+
+static ssize_t bypassed_show(struct kobject *kobj,
+			     struct kobj_attribute *attr, char *buf)
+{
+	struct bkc_stats sum;
+
+	bkc_stats_sum(stats_to_backing(kobj), &sum);
+	return bkc_emit_hsize(buf, sum.bypassed << SECTOR_SHIFT);
+}
+
+static struct kobj_attribute bkc_attr_cache_hit_ratio =
+	__ATTR_RO(cache_hit_ratio);
+static struct kobj_attribute bkc_attr_bypassed = __ATTR_RO(bypassed);
+
+static struct attribute *bkc_stats_attrs[] = {
+	&bkc_attr_cache_hits.attr,
+	&bkc_attr_cache_misses.attr,
+	&bkc_attr_cache_hit_ratio.attr,
+	&bkc_attr_cache_bypass_hits.attr,
+	&bkc_attr_cache_bypass_misses.attr,
+	&bkc_attr_bypassed.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(bkc_stats);
+
+/* Embedded in struct bkc_backing, freed with it. */
+static void bkc_stats_release(struct kobject *kobj)
+{
+}
+
+const struct kobj_type bkc_stats_ktype = {
+	.release	= bkc_stats_release,
+	.sysfs_ops	= &kobj_sysfs_ops,
+	.default_groups	= bkc_stats_groups,
+};
 
 static void bkc_backing_release(struct kobject *kobj)
 {
@@ -327,6 +655,88 @@ static ssize_t set_unregister_store(struct kobject *kobj,
 	return r ?: len;
 }
 
+static ssize_t cache_available_percent_show(struct kobject *kobj,
+					    struct kobj_attribute *attr,
+					    char *buf)
+{
+	struct bkc_set *set = to_set(kobj);
+	struct bkc_alloc *a;
+	u64 cap, used;
+
+	if (!set->core)
+		return -ENODEV;
+	a = &set->core->alloc;
+	cap = (a->geom.nbuckets - a->geom.first_bucket) * a->geom.bucket_sectors;
+	used = min_t(u64, READ_ONCE(a->live_sectors), cap);
+	return sysfs_emit(buf, "%llu\n", cap ? div64_u64((cap - used) * 100,
+							 cap) : 0);
+}
+
+static ssize_t set_dirty_data_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	struct bkc_set *set = to_set(kobj);
+
+	if (!set->core)
+		return -ENODEV;
+	return bkc_emit_hsize(buf, READ_ONCE(set->core->alloc.dirty_sectors)
+			      << SECTOR_SHIFT);
+}
+
+static ssize_t journal_delay_ms_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(to_set(kobj)->journal_delay_ms));
+}
+
+static ssize_t journal_delay_ms_store(struct kobject *kobj,
+				      struct kobj_attribute *attr,
+				      const char *buf, size_t len)
+{
+	struct bkc_set *set = to_set(kobj);
+	u64 v;
+	int r = bkc_parse_uint(buf, len, 0, 10000, &v);
+
+	if (r)
+		return r;
+	WRITE_ONCE(set->journal_delay_ms, v);
+	wake_up(&set->meta_wait);
+	return len;
+}
+
+static ssize_t btree_cache_size_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
+{
+	return bkc_emit_hsize(buf, bkc_ncache_bytes(&to_set(kobj)->nc));
+}
+
+static ssize_t trigger_gc_store(struct kobject *kobj,
+				struct kobj_attribute *attr,
+				const char *buf, size_t len)
+{
+	struct bkc_set *set = to_set(kobj);
+	int r = bkc_parse_bool_one(buf, len);
+
+	if (r)
+		return r;
+	mutex_lock(&bkc_lock);
+	if (set->dead || !set->running)
+		r = -ENODEV;
+	else
+		bkc_meta_kick(set, BKC_M_GC);
+	mutex_unlock(&bkc_lock);
+	return r ?: len;
+}
+
+static struct kobj_attribute bkc_attr_cache_available_percent =
+	__ATTR_RO(cache_available_percent);
+static struct kobj_attribute bkc_attr_set_dirty_data =
+	__ATTR(dirty_data, 0444, set_dirty_data_show, NULL);
+static struct kobj_attribute bkc_attr_journal_delay_ms =
+	__ATTR_RW(journal_delay_ms);
+static struct kobj_attribute bkc_attr_btree_cache_size =
+	__ATTR_RO(btree_cache_size);
+static struct kobj_attribute bkc_attr_trigger_gc = __ATTR_WO(trigger_gc);
 static struct kobj_attribute bkc_attr_set_stop =
 	__ATTR(stop, 0200, NULL, set_stop_store);
 static struct kobj_attribute bkc_attr_set_unregister =
@@ -335,6 +745,11 @@ static struct kobj_attribute bkc_attr_set_unregister =
 static struct attribute *bkc_set_attrs[] = {
 	&bkc_attr_set_stop.attr,
 	&bkc_attr_set_unregister.attr,
+	&bkc_attr_cache_available_percent.attr,
+	&bkc_attr_set_dirty_data.attr,
+	&bkc_attr_journal_delay_ms.attr,
+	&bkc_attr_btree_cache_size.attr,
+	&bkc_attr_trigger_gc.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(bkc_set);
@@ -368,11 +783,62 @@ static ssize_t block_size_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%u\n", cdev_to_set(kobj)->sb.block_size);
 }
 
+static ssize_t cache_replacement_policy_show(struct kobject *kobj,
+					     struct kobj_attribute *attr,
+					     char *buf)
+{
+	struct bkc_set *set = cdev_to_set(kobj);
+	u32 cur = READ_ONCE(set->sb.replacement), i;
+	ssize_t n = 0;
+
+	for (i = 0; i < BKC_REPL_NR; i++)
+		n += sysfs_emit_at(buf, n, i == cur ? "%s[%s]" : "%s%s",
+				   i ? " " : "", bkc_replacement_name(i));
+	n += sysfs_emit_at(buf, n, "\n");
+	return n;
+}
+
+static ssize_t cache_replacement_policy_store(struct kobject *kobj,
+					      struct kobj_attribute *attr,
+					      const char *buf, size_t len)
+{
+	struct bkc_set *set = cdev_to_set(kobj);
+	int repl = bkc_replacement_parse(buf, len), r;
+	u32 old;
+
+	if (repl < 0)
+		return -EINVAL;
+	mutex_lock(&bkc_lock);
+	if (set->dead || !set->core) {
+		r = -ENODEV;
+		goto out;
+	}
+	old = set->sb.replacement;
+	r = 0;
+	if (old == (u32)repl)
+		goto out;
+	set->sb.replacement = repl;
+	r = bkc_sb_write(set->dev.bdev, &set->sb);
+	if (r) {
+		set->sb.replacement = old;
+		goto out;
+	}
+	down_write(&set->lock);
+	r = bkc_alloc_set_policy(&set->core->alloc, repl);
+	up_write(&set->lock);
+out:
+	mutex_unlock(&bkc_lock);
+	return r ?: len;
+}
+
+static struct kobj_attribute bkc_attr_cache_replacement_policy =
+	__ATTR_RW(cache_replacement_policy);
 static struct kobj_attribute bkc_attr_nbuckets = __ATTR_RO(nbuckets);
 static struct kobj_attribute bkc_attr_bucket_size = __ATTR_RO(bucket_size);
 static struct kobj_attribute bkc_attr_block_size = __ATTR_RO(block_size);
 
 static struct attribute *bkc_cdev_attrs[] = {
+	&bkc_attr_cache_replacement_policy.attr,
 	&bkc_attr_nbuckets.attr,
 	&bkc_attr_bucket_size.attr,
 	&bkc_attr_block_size.attr,

@@ -1,0 +1,768 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The metadata runtime of a cache set.
+ *
+ * One kernel thread per set does all metadata I/O, synchronously and one
+ * piece at a time: journal commits, btree node writes, bucket table
+ * checkpoints, allocator refills and GC steps.  Everything it changes in
+ * the core it changes under set->lock (write side), which it drops while
+ * its I/O is in flight, so foreground inserts go on filling the next
+ * journal entry.
+ *
+ * Journal commits happen when a writer waits for one (FUA writes,
+ * flushes), when the open entry is full, and otherwise journal_delay_ms
+ * after its first record.  Writers that wait register a struct bkc_jwait,
+ * completed once the entry holding their records is durable.
+ */
+#include <linux/blkdev.h>
+#include <linux/delay.h>
+#include <linux/highmem.h>
+#include <linux/kthread.h>
+#include <linux/random.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "bkc.h"
+
+#define BKC_JOURNAL_DELAY_MS	100
+#define BKC_NODE_FLUSH_INTERVAL	(5 * HZ)
+#define BKC_GC_BUDGET		256
+#define BKC_REFILL_SCAN		4096
+#define BKC_REFILL_MAX		64
+#define BKC_WP_MOVE		2
+
+/* ---- synchronous metadata I/O ---- */
+
+static struct page *bkc_buf_page(void *p)
+{
+	return is_vmalloc_addr(p) ? vmalloc_to_page(p) : virt_to_page(p);
+}
+
+/*
+ * Read or write @len bytes of @buf (kmalloc'ed or vmalloc'ed) at @sector
+ * of the cache device, waiting for completion.
+ */
+int bkc_meta_io(struct bkc_set *set, blk_opf_t opf, u64 sector, void *buf,
+		u32 len)
+{
+	bool write = op_is_write(opf), vm = is_vmalloc_addr(buf);
+	u8 *p = buf;
+	int r = 0;
+
+	if (vm && write)
+		flush_kernel_vmap_range(buf, len);
+	while (len && !r) {
+		u32 n = 0, chunk;
+		struct bio *bio;
+
+		bio = bio_alloc(set->dev.bdev, BIO_MAX_VECS, opf, GFP_NOIO);
+		bio->bi_iter.bi_sector = sector;
+		while (len) {
+			chunk = min_t(u32, len, PAGE_SIZE - offset_in_page(p));
+			if (bio_add_page(bio, bkc_buf_page(p), chunk,
+					 offset_in_page(p)) != chunk)
+				break;
+			p += chunk;
+			len -= chunk;
+			n += chunk;
+		}
+		r = submit_bio_wait(bio);
+		bio_put(bio);
+		sector += n >> SECTOR_SHIFT;
+		opf &= ~REQ_PREFLUSH;
+	}
+	if (vm && !write)
+		invalidate_kernel_vmap_range(buf, p - (u8 *)buf);
+	if (r) {
+		atomic_inc(&set->io_errors);
+		bkc_err(set->dev.bdev, "metadata %s at sector %llu failed (%d)",
+			write ? "write" : "read", sector, r);
+	}
+	return r;
+}
+
+/* core_ops->read: journal and table buckets while opening. */
+static int bkc_core_read(void *ctx, u64 bucket, u32 offset, void *buf,
+			 u32 len)
+{
+	struct bkc_set *set = ctx;
+
+	return bkc_meta_io(set, REQ_OP_READ | REQ_META,
+			   bkc_bucket_sector(set, bucket, offset >> SECTOR_SHIFT),
+			   buf, len);
+}
+
+static const struct bkc_core_ops bkc_core_io_ops = {
+	.read	= bkc_core_read,
+};
+
+/* ---- journal waiters ---- */
+
+/*
+ * Call the waiters whose entry is durable; with @fail (the set stopped
+ * working), call all of them with -EIO.
+ */
+static void bkc_journal_wake(struct bkc_set *set, bool fail)
+{
+	u64 durable = READ_ONCE(set->durable_seq);
+	struct bkc_jwait *jw, *tmp;
+	LIST_HEAD(ready);
+
+	spin_lock(&set->jlock);
+	list_for_each_entry_safe(jw, tmp, &set->jwaiters, node)
+		if (fail || jw->seq <= durable)
+			list_move_tail(&jw->node, &ready);
+	spin_unlock(&set->jlock);
+	list_for_each_entry_safe(jw, tmp, &ready, node) {
+		list_del_init(&jw->node);
+		jw->fn(jw, jw->seq <= durable ? 0 : -EIO);
+	}
+}
+
+/*
+ * Call @jw->fn once journal entry @seq is durable: at once if it already
+ * is, else from the meta thread after the commit.
+ */
+void bkc_journal_wait(struct bkc_set *set, struct bkc_jwait *jw, u64 seq)
+{
+	jw->seq = seq;
+	if (seq <= READ_ONCE(set->durable_seq)) {
+		jw->fn(jw, 0);
+		return;
+	}
+	spin_lock(&set->jlock);
+	list_add_tail(&jw->node, &set->jwaiters);
+	spin_unlock(&set->jlock);
+	/* the commit may have finished, or the set failed, meanwhile */
+	if (!READ_ONCE(set->running))
+		bkc_journal_wake(set, true);
+	else if (seq <= READ_ONCE(set->durable_seq))
+		bkc_journal_wake(set, false);
+	else
+		bkc_meta_kick(set, BKC_M_COMMIT);
+}
+
+/*
+ * The journal entry a flush must wait for: the open entry if it holds
+ * records, else nothing (0).
+ */
+u64 bkc_journal_flush_seq(struct bkc_set *set)
+{
+	u64 seq = 0;
+
+	down_read(&set->lock);
+	if (!bkc_journal_empty(&set->core->journal))
+		seq = set->core->journal.seq;
+	up_read(&set->lock);
+	return seq;
+}
+
+void bkc_meta_kick(struct bkc_set *set, int bit)
+{
+	if (!test_and_set_bit(bit, &set->mflags))
+		wake_up(&set->meta_wait);
+}
+
+/* An insert added a record; caller holds set->lock for writing. */
+void bkc_meta_note_record(struct bkc_set *set)
+{
+	if (!set->jfirst) {
+		set->jfirst = jiffies ?: 1;
+		wake_up(&set->meta_wait);
+	}
+}
+
+/*
+ * Wait for the meta thread to make room (buckets, journal, btree
+ * reserve), at most @timeout jiffies.  Returns 0, or -EIO if the set
+ * failed.
+ */
+int bkc_meta_wait_space(struct bkc_set *set, long timeout)
+{
+	u64 seq = READ_ONCE(set->durable_seq);
+
+	atomic_inc(&set->space_waiters);
+	bkc_meta_kick(set, BKC_M_REFILL);
+	bkc_meta_kick(set, BKC_M_COMMIT);
+	wait_event_timeout(set->space_wait,
+			   READ_ONCE(set->durable_seq) != seq || !set->running,
+			   timeout);
+	atomic_dec(&set->space_waiters);
+	return set->running ? 0 : -EIO;
+}
+
+/* ---- commits, node writes, tables ---- */
+
+/*
+ * Commit the open journal entry.  Returns 0, -EAGAIN when nothing was
+ * needed, -ENOSPC/-EBUSY when nodes must be written first, or -EIO.
+ */
+static int bkc_commit(struct bkc_set *set)
+{
+	struct bkc_core *c = set->core;
+	struct bkc_journal_write w;
+	int r;
+
+	down_write(&set->lock);
+	r = bkc_core_journal_prepare(c, &w);
+	if (!r)
+		set->jfirst = 0;
+	up_write(&set->lock);
+	if (r)
+		return r;
+	r = bkc_meta_io(set, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA |
+			REQ_META | REQ_SYNC,
+			bkc_bucket_sector(set, w.bucket, w.offset >> SECTOR_SHIFT),
+			w.buf, w.bytes);
+	if (r)
+		return r;
+	down_write(&set->lock);
+	bkc_core_journal_done(c, &w);
+	WRITE_ONCE(set->durable_seq, c->journal.durable_seq);
+	up_write(&set->lock);
+	bkc_journal_wake(set, false);
+	wake_up_all(&set->space_wait);
+	return 0;
+}
+
+/* Write dirty btree nodes whose journal pin is at most @max_pin (0: all). */
+static int bkc_flush_nodes(struct bkc_set *set, u64 max_pin)
+{
+	struct bkc_core *c = set->core;
+	struct bkc_node_write w;
+	int r, rounds = 0;
+
+	for (;;) {
+		w.buf = set->node_buf;
+		down_write(&set->lock);
+		r = bkc_core_node_prepare(c, &w, max_pin);
+		up_write(&set->lock);
+		if (r == -EAGAIN && rounds++ < 4) {
+			r = bkc_commit(set);
+			if (r == -EIO)
+				return r;
+			continue;
+		}
+		if (r <= 0)
+			return r == -EAGAIN || r == -ENOSPC ? 0 : r;
+		r = bkc_meta_io(set, REQ_OP_WRITE | REQ_FUA | REQ_META |
+				REQ_SYNC,
+				bkc_bucket_sector(set, w.bucket,
+						  w.offset >> SECTOR_SHIFT),
+				w.buf, w.bytes);
+		if (r)
+			return r;
+		down_write(&set->lock);
+		bkc_core_node_done(c, &w);
+		up_write(&set->lock);
+	}
+}
+
+static int bkc_write_table(struct bkc_set *set)
+{
+	struct bkc_core *c = set->core;
+	u32 bytes;
+	u64 b;
+	int r;
+
+	down_write(&set->lock);
+	r = bkc_core_table_begin(c);
+	up_write(&set->lock);
+	if (r)
+		return r == -EBUSY ? 0 : r;
+	for (;;) {
+		down_write(&set->lock);
+		r = bkc_core_table_next(c, set->table_buf, &b, &bytes);
+		up_write(&set->lock);
+		if (r <= 0)
+			break;
+		r = bkc_meta_io(set, REQ_OP_WRITE | REQ_FUA | REQ_META |
+				REQ_SYNC, bkc_bucket_sector(set, b, 0),
+				set->table_buf, bytes);
+		if (r)
+			return r;
+	}
+	if (r < 0)
+		return r;
+	down_write(&set->lock);
+	bkc_core_table_end(c);
+	up_write(&set->lock);
+	return 0;
+}
+
+/* Make the journal reclaimable: write nodes and a table, then commit. */
+static int bkc_journal_space(struct bkc_set *set)
+{
+	int r;
+
+	r = bkc_flush_nodes(set, set->core->journal.durable_last + 1);
+	if (!r)
+		r = bkc_flush_nodes(set, 0);
+	if (!r)
+		r = bkc_write_table(set);
+	if (!r)
+		r = bkc_commit(set);
+	return r == -EIO ? r : 0;
+}
+
+/* Commit, making room in the journal first if it is full. */
+static int bkc_commit_now(struct bkc_set *set)
+{
+	int r = bkc_commit(set);
+
+	if (r == -ENOSPC || r == -EBUSY) {
+		r = bkc_journal_space(set);
+		if (!r)
+			r = bkc_commit(set);
+	}
+	return r == -EIO ? r : 0;
+}
+
+/* Everything durable: what registration does after format or open. */
+static int bkc_checkpoint(struct bkc_set *set)
+{
+	struct bkc_core *c = set->core;
+	int i, r;
+
+	for (i = 0; i < 8; i++) {
+		r = bkc_flush_nodes(set, 0);
+		if (!r)
+			r = bkc_write_table(set);
+		if (!r)
+			r = bkc_commit_now(set);
+		if (!r)
+			r = bkc_commit_now(set);
+		if (r)
+			return r;
+		if (!bkc_btree_dirty(&c->tree) && bkc_core_checkpoint_done(c))
+			return 0;
+	}
+	bkc_err(set->dev.bdev, "cannot checkpoint the cache metadata");
+	return -EIO;
+}
+
+/* ---- allocator refill and GC ---- */
+
+static int bkc_refill(struct bkc_set *set)
+{
+	int n;
+
+	down_write(&set->lock);
+	n = bkc_core_refill(set->core, BKC_REFILL_SCAN, BKC_REFILL_MAX);
+	if (n > 0)
+		bkc_meta_note_record(set);
+	up_write(&set->lock);
+	return n;
+}
+
+struct bkc_gc_moves {
+	struct bkc_key	k[BKC_GC_MOVE_MAX];
+	u32		nr;
+};
+
+static void bkc_gc_collect(void *arg, const struct bkc_key *k)
+{
+	struct bkc_gc_moves *m = arg;
+
+	if (m->nr < BKC_GC_MOVE_MAX)
+		m->k[m->nr++] = *k;
+}
+
+/* Copy one extent to a new place in the cache and re-point its keys. */
+static void bkc_gc_move_one(struct bkc_set *set, struct bkc_key *k, void *buf)
+{
+	struct bkc_core *c = set->core;
+	struct bkc_key piece;
+	u32 done = 0, off, got;
+	u64 bucket, seq;
+	u8 gen;
+	int r;
+
+	if (bkc_meta_io(set, REQ_OP_READ,
+			bkc_bucket_sector(set, bkc_key_bucket(k), k->off), buf,
+			k->len << SECTOR_SHIFT))
+		return;
+	while (done < k->len) {
+		down_write(&set->lock);
+		r = bkc_core_alloc_data(c, BKC_WP_MOVE, k->len - done, &bucket,
+					&off, &got, &gen);
+		up_write(&set->lock);
+		if (r)
+			return;
+		r = bkc_meta_io(set, REQ_OP_WRITE,
+				bkc_bucket_sector(set, bucket, off),
+				(u8 *)buf + (done << SECTOR_SHIFT),
+				got << SECTOR_SHIFT);
+		piece = *k;
+		bkc_key_cut_front(&piece, done);
+		bkc_key_cut_back(&piece, got);
+		down_write(&set->lock);
+		if (!r) {
+			r = bkc_core_move(c, &piece, bucket, off, gen, &seq);
+			if (r >= 0)
+				bkc_meta_note_record(set);
+		}
+		bkc_core_data_put(c, bucket);
+		up_write(&set->lock);
+		if (r < 0)
+			return;
+		done += got;
+	}
+}
+
+static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
+		      void **buf)
+{
+	u32 i;
+	int r;
+
+	down_write(&set->lock);
+	if (set->gc.state == BKC_GC_IDLE)
+		bkc_gc_start(&set->gc);
+	m->nr = 0;
+	r = bkc_gc_step(&set->gc, BKC_GC_BUDGET, bkc_gc_collect, m);
+	up_write(&set->lock);
+	if (m->nr && !*buf)
+		*buf = kvmalloc(set->sb.bucket_size, GFP_KERNEL);
+	for (i = 0; i < m->nr && *buf; i++)
+		bkc_gc_move_one(set, &m->k[i], *buf);
+	if (r == BKC_GC_WAIT) {
+		r = bkc_journal_space(set);
+		if (!r)
+			r = bkc_commit_now(set);
+		return r ? r : BKC_GC_MORE;
+	}
+	return r;
+}
+
+/* ---- the thread ---- */
+
+static bool bkc_meta_pending(struct bkc_set *set)
+{
+	return READ_ONCE(set->mflags) || kthread_should_stop();
+}
+
+static int bkc_meta_thread(void *arg)
+{
+	struct bkc_set *set = arg;
+	struct bkc_core *c = set->core;
+	unsigned long last_flush = jiffies;
+	struct bkc_gc_moves *moves;
+	void *move_buf = NULL;
+	bool commit, refill, gc, busy;
+	long timeout;
+	u32 fill;
+	int r;
+
+	moves = kzalloc(sizeof(*moves), GFP_KERNEL);
+	while (!kthread_should_stop()) {
+		unsigned long delay = msecs_to_jiffies(READ_ONCE(set->journal_delay_ms));
+		unsigned long first;
+
+		commit = test_and_clear_bit(BKC_M_COMMIT, &set->mflags);
+		refill = test_and_clear_bit(BKC_M_REFILL, &set->mflags);
+		gc = test_and_clear_bit(BKC_M_GC, &set->mflags);
+		if (test_and_clear_bit(BKC_M_FLUSH, &set->mflags))
+			last_flush = jiffies - BKC_NODE_FLUSH_INTERVAL;
+		busy = false;
+
+		down_read(&set->lock);
+		fill = bkc_core_journal_fill(c);
+		refill |= bkc_alloc_want_invalidate(&c->alloc);
+		gc |= set->gc.state != BKC_GC_IDLE || bkc_gc_wanted(&set->gc);
+		first = set->jfirst;
+		up_read(&set->lock);
+
+		if (fill >= 128 && bkc_journal_space(set) == -EIO)
+			break;
+		if (refill && bkc_refill(set) > 0) {
+			commit |= atomic_read(&set->space_waiters) > 0;
+			busy = true;
+		}
+		if (first && (commit || time_after_eq(jiffies, first + delay))) {
+			if (bkc_commit_now(set) == -EIO)
+				break;
+		}
+		if (gc && moves) {
+			r = bkc_gc_run(set, moves, &move_buf);
+			if (r == -EIO)
+				break;
+			busy |= r == BKC_GC_MORE;
+		}
+		if (time_after_eq(jiffies, last_flush + BKC_NODE_FLUSH_INTERVAL)) {
+			if (bkc_flush_nodes(set, 0) == -EIO)
+				break;
+			last_flush = jiffies;
+		}
+		wake_up_all(&set->space_wait);
+		if (busy) {
+			cond_resched();
+			continue;
+		}
+
+		timeout = BKC_NODE_FLUSH_INTERVAL;
+		first = READ_ONCE(set->jfirst);
+		if (first)
+			timeout = max_t(long, 1, (long)(first + delay - jiffies));
+		wait_event_interruptible_timeout(set->meta_wait,
+						 bkc_meta_pending(set) ||
+						 (READ_ONCE(set->jfirst) && !first),
+						 timeout);
+	}
+	if (!kthread_should_stop()) {
+		bkc_err(set->dev.bdev,
+			"metadata I/O failed; the cache set stops caching");
+		WRITE_ONCE(set->running, false);
+		wake_up_all(&set->space_wait);
+		bkc_journal_wake(set, true);
+		while (!kthread_should_stop()) {
+			set_current_state(TASK_INTERRUPTIBLE);
+			if (!kthread_should_stop())
+				schedule();
+			__set_current_state(TASK_RUNNING);
+		}
+	}
+	kvfree(move_buf);
+	kfree(moves);
+	return 0;
+}
+
+/* ---- dropping the keys of a detached backing device ---- */
+
+struct bkc_first_key {
+	u64	pos;
+	bool	found;
+};
+
+static int bkc_first_key_fn(void *arg, const struct bkc_key *k)
+{
+	struct bkc_first_key *f = arg;
+
+	f->pos = k->pos;
+	f->found = true;
+	return 1;
+}
+
+/*
+ * Invalidate every key of backing device id @dev_id, a window of 2^31
+ * sectors at a time, starting at each next key still present.
+ */
+int bkc_invalidate_dev(struct bkc_set *set, u32 dev_id)
+{
+	const u32 win = 1U << 31;
+	struct bkc_first_key f;
+	u64 from = bkc_pos(dev_id, 0), to = bkc_pos(dev_id + 1, 0), seq;
+	u64 lba;
+	u32 len;
+	int r;
+
+	for (;;) {
+		f.found = false;
+		down_read(&set->lock);
+		r = bkc_btree_iter(&set->core->tree, from, to, true,
+				   bkc_first_key_fn, &f);
+		up_read(&set->lock);
+		if (r < 0)
+			return r;
+		if (!f.found)
+			return 0;
+		lba = bkc_pos_lba(f.pos);
+		len = (u32)min_t(u64, win, BKC_LBA_MAX + 1 - lba);
+		for (;;) {
+			down_write(&set->lock);
+			r = bkc_core_invalidate(set->core, dev_id, lba, len, &seq);
+			if (!r)
+				bkc_meta_note_record(set);
+			up_write(&set->lock);
+			if (r != -EAGAIN && r != -ENOSPC)
+				break;
+			r = bkc_meta_wait_space(set, HZ);
+			if (r)
+				return r;
+		}
+		if (r)
+			return r;
+		from = f.pos + len;
+		if (from >= to)
+			return 0;
+		cond_resched();
+	}
+}
+
+/* ---- open and close ---- */
+
+static void bkc_meta_free(struct bkc_set *set)
+{
+	if (set->wq)
+		destroy_workqueue(set->wq);
+	set->wq = NULL;
+	if (set->core) {
+		bkc_core_exit(set->core);
+		kvfree(set->core);
+		set->core = NULL;
+	}
+	bkc_ncache_exit(&set->nc);
+	kvfree(set->node_buf);
+	kvfree(set->table_buf);
+	kvfree(set->epochs);
+	set->node_buf = NULL;
+	set->table_buf = NULL;
+	set->epochs = NULL;
+	if (set->bs_ready)
+		bioset_exit(&set->bs);
+	set->bs_ready = false;
+}
+
+static int bkc_meta_mark_initialized(struct bkc_set *set)
+{
+	int r;
+
+	if (set->sb.flags & BKC_SB_F_INITIALIZED)
+		return 0;
+	set->sb.flags |= BKC_SB_F_INITIALIZED;
+	r = bkc_sb_write(set->dev.bdev, &set->sb);
+	if (r)
+		set->sb.flags &= ~BKC_SB_F_INITIALIZED;
+	return r;
+}
+
+/*
+ * Bring the set's metadata up: open (replay) or format the core,
+ * checkpoint it, drop keys of backing devices detached before a crash,
+ * and start the meta thread.  On failure everything is released.
+ */
+int bkc_meta_open(struct bkc_set *set)
+{
+	struct bkc_core_config cfg = { .seed = get_random_u64() };
+	struct block_device *bdev = set->dev.bdev;
+	struct bkc_core *c;
+	bool fresh = false;
+	u32 i;
+	int r;
+
+	init_rwsem(&set->lock);
+	init_waitqueue_head(&set->meta_wait);
+	init_waitqueue_head(&set->space_wait);
+	spin_lock_init(&set->jlock);
+	INIT_LIST_HEAD(&set->jwaiters);
+	init_llist_head(&set->done);
+	INIT_WORK(&set->insert_work, bkc_insert_work);
+	set->journal_delay_ms = BKC_JOURNAL_DELAY_MS;
+	set->bucket_sectors = set->sb.bucket_size >> SECTOR_SHIFT;
+
+	r = bioset_init(&set->bs, BIO_POOL_SIZE, bkc_bio_front_pad(), 0);
+	if (r)
+		goto fail;
+	set->bs_ready = true;
+	set->wq = alloc_workqueue("blkcache_%pg", WQ_MEM_RECLAIM | WQ_HIGHPRI,
+				  0, bdev);
+	set->core = kvzalloc(sizeof(*set->core), GFP_KERNEL);
+	set->epochs = kvcalloc(BKC_EPOCH_SLOTS, sizeof(*set->epochs),
+			       GFP_KERNEL);
+	set->table_buf = kvmalloc(set->sb.bucket_size, GFP_KERNEL);
+	r = -ENOMEM;
+	if (!set->wq || !set->core || !set->epochs || !set->table_buf)
+		goto fail;
+	c = set->core;
+
+	r = bkc_core_init(c, &set->sb, &cfg, &bkc_ncache_ops,
+			  &bkc_core_io_ops, set);
+	if (r) {
+		bkc_err(bdev, "cannot set up the cache metadata (%d)", r);
+		goto fail;
+	}
+	r = bkc_ncache_init(&set->nc, set, c->tree.node_bytes);
+	set->node_buf = kvmalloc(c->tree.node_bytes, GFP_KERNEL);
+	if (r || !set->node_buf) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	bkc_ncache_set_sizes(&set->nc, bkc_btree_base_bytes(&c->tree),
+			     bkc_btree_delta_bytes(&c->tree));
+
+	r = bkc_core_open(c);
+	if (r == -ENOENT && !(set->sb.flags & BKC_SB_F_INITIALIZED)) {
+		bkc_core_exit(c);
+		r = bkc_core_init(c, &set->sb, &cfg, &bkc_ncache_ops,
+				  &bkc_core_io_ops, set);
+		if (!r)
+			r = bkc_core_format(c);
+		fresh = true;
+	}
+	if (r) {
+		bkc_err(bdev, "cannot %s the cache metadata: %s (%d)",
+			fresh ? "format" : "replay",
+			r == -ENOENT ? "no valid journal entry" : "bad metadata",
+			r);
+		if (r == -ENOENT)
+			r = -EUCLEAN;
+		goto fail;
+	}
+	bkc_gc_init(&set->gc, c);
+	set->running = true;
+	r = bkc_checkpoint(set);
+	if (!r)
+		r = bkc_meta_mark_initialized(set);
+	if (r)
+		goto fail;
+	set->durable_seq = c->journal.durable_seq;
+
+	r = bkc_ncache_start_shrinker(&set->nc);
+	if (r)
+		goto fail;
+	set->meta = kthread_run(bkc_meta_thread, set, "blkcache_meta_%pg",
+				bdev);
+	if (IS_ERR(set->meta)) {
+		r = PTR_ERR(set->meta);
+		set->meta = NULL;
+		goto fail;
+	}
+
+	for (i = 0; i < BKC_SB_MAX_BDEVS; i++) {
+		if (set->sb.bdev_state[i] != BKC_SLOT_CLEANING)
+			continue;
+		r = bkc_invalidate_dev(set, i);
+		if (!r)
+			r = bkc_set_slot_release(set, i);
+		if (r)
+			bkc_err(bdev, "cannot drop keys of detached device slot %u (%d)",
+				i, r);
+	}
+	bkc_info(bdev, "cache set %pUb %s: %llu buckets, %llu dirty sectors",
+		 set->sb.set_uuid, fresh ? "formatted" : "replayed",
+		 set->sb.nbuckets, c->alloc.dirty_sectors);
+	return 0;
+fail:
+	set->running = false;
+	if (set->meta)
+		kthread_stop(set->meta);
+	set->meta = NULL;
+	bkc_meta_free(set);
+	return r ? r : -ENOMEM;
+}
+
+/*
+ * Stop the runtime: no backing device uses the set any more.  A clean
+ * shutdown writes every dirty node, a table and a final commit, so the
+ * next registration replays almost nothing.  Idempotent.
+ */
+void bkc_meta_close(struct bkc_set *set)
+{
+	if (!set->core)
+		return;
+	if (set->wq)
+		flush_workqueue(set->wq);
+	if (set->meta) {
+		kthread_stop(set->meta);
+		set->meta = NULL;
+		if (set->running && (bkc_checkpoint(set) ||
+				     bkc_flush_nodes(set, 0)))
+			bkc_err(set->dev.bdev,
+				"metadata not fully written at shutdown; the journal will be replayed");
+	}
+	set->running = false;
+	wake_up_all(&set->space_wait);
+	bkc_journal_wake(set, true);
+	bkc_meta_free(set);
+}

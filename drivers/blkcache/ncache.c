@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The btree node cache.
+ *
+ * Nodes are found by bucket in a hash table.  The core pins the nodes it
+ * uses (get/alloc ... put); unpinned nodes sit on an LRU list, and the
+ * shrinker frees the oldest of them that have nothing unwritten.  The
+ * core keeps pinned, besides the path it is working on, the root and
+ * every node with unwritten changes, so an unpinned clean node is not
+ * referenced by anything and may go at any time.
+ *
+ * get() may read a node from disk; reads are serialised by io_lock and
+ * run under the tree lock's read side, which other readers share.  In
+ * ->submit_bio context it never reads: it returns -EAGAIN instead.
+ */
+#include <linux/hash.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "bkc.h"
+
+struct bkc_nc_node {
+	struct bkc_node		n;	/* n.priv points back here */
+	struct hlist_node	hash;
+	struct list_head	lru;
+	int			pins;
+	bool			hashed;
+	bool			dropped;
+};
+
+#define to_ncn(np) ((struct bkc_nc_node *)(np)->priv)
+
+static struct hlist_head *nc_bucket(struct bkc_ncache *nc, u64 bucket)
+{
+	return &nc->hash[hash_64(bucket, BKC_NC_HASH_BITS)];
+}
+
+static struct bkc_nc_node *nc_find(struct bkc_ncache *nc, u64 bucket)
+{
+	struct bkc_nc_node *x;
+
+	hlist_for_each_entry(x, nc_bucket(nc, bucket), hash)
+		if (x->n.bucket == bucket)
+			return x;
+	return NULL;
+}
+
+static struct bkc_nc_node *nc_alloc(struct bkc_ncache *nc)
+{
+	unsigned int flags = memalloc_noio_save();
+	struct bkc_nc_node *x;
+
+	x = kzalloc(sizeof(*x), GFP_KERNEL);
+	if (x) {
+		x->n.base = kvzalloc(nc->base_bytes, GFP_KERNEL);
+		x->n.delta = kvzalloc(nc->delta_bytes, GFP_KERNEL);
+		if (!x->n.base || !x->n.delta) {
+			kvfree(x->n.base);
+			kvfree(x->n.delta);
+			kfree(x);
+			x = NULL;
+		}
+	}
+	memalloc_noio_restore(flags);
+	if (x) {
+		x->n.priv = x;
+		INIT_LIST_HEAD(&x->lru);
+	}
+	return x;
+}
+
+static void nc_free(struct bkc_nc_node *x)
+{
+	kvfree(x->n.base);
+	kvfree(x->n.delta);
+	kfree(x);
+}
+
+/* Pin @x; caller holds nc->lock. */
+static void nc_pin(struct bkc_ncache *nc, struct bkc_nc_node *x)
+{
+	if (!x->pins++ && !list_empty(&x->lru)) {
+		list_del_init(&x->lru);
+		nc->nr_lru--;
+	}
+}
+
+static int nc_get(void *ctx, const struct bkc_nptr *p, u64 lo, u64 hi,
+		  struct bkc_node **out)
+{
+	struct bkc_set *set = ctx;
+	struct bkc_ncache *nc = &set->nc;
+	struct bkc_nc_node *x;
+	int r;
+
+	spin_lock(&nc->lock);
+	x = nc_find(nc, p->bucket);
+	if (x)
+		nc_pin(nc, x);
+	spin_unlock(&nc->lock);
+	if (x)
+		goto found;
+	/*
+	 * Inside ->submit_bio every bio we submit waits on current->bio_list
+	 * until we return, so a node read there would wait for ever.  The
+	 * request path then retries from a worker.
+	 */
+	if (current->bio_list)
+		return -EAGAIN;
+
+	mutex_lock(&nc->io_lock);
+	spin_lock(&nc->lock);
+	x = nc_find(nc, p->bucket);
+	if (x)
+		nc_pin(nc, x);
+	spin_unlock(&nc->lock);
+	if (x) {
+		mutex_unlock(&nc->io_lock);
+		goto found;
+	}
+	x = nc_alloc(nc);
+	if (!x) {
+		mutex_unlock(&nc->io_lock);
+		return -ENOMEM;
+	}
+	r = bkc_meta_io(set, REQ_OP_READ | REQ_META,
+			bkc_bucket_sector(set, p->bucket, 0), nc->io_buf,
+			nc->node_bytes);
+	if (!r)
+		r = bkc_btree_node_decode(&set->core->tree, &x->n, nc->io_buf,
+					  p, lo, hi);
+	if (r) {
+		mutex_unlock(&nc->io_lock);
+		bkc_err(set->dev.bdev, "btree node in bucket %llu: %s (%d)",
+			p->bucket, r == -EIO ? "read error" : "invalid", r);
+		nc_free(x);
+		return r;
+	}
+	spin_lock(&nc->lock);
+	x->pins = 1;
+	x->hashed = true;
+	hlist_add_head(&x->hash, nc_bucket(nc, x->n.bucket));
+	nc->nr++;
+	nc->reads++;
+	spin_unlock(&nc->lock);
+	mutex_unlock(&nc->io_lock);
+found:
+	*out = &x->n;
+	return 0;
+}
+
+static void nc_put(void *ctx, struct bkc_node *n)
+{
+	struct bkc_set *set = ctx;
+	struct bkc_ncache *nc = &set->nc;
+	struct bkc_nc_node *x = to_ncn(n);
+	bool free = false;
+
+	spin_lock(&nc->lock);
+	if (!--x->pins) {
+		if (x->dropped) {
+			free = true;
+		} else {
+			list_add_tail(&x->lru, &nc->lru);
+			nc->nr_lru++;
+		}
+	}
+	spin_unlock(&nc->lock);
+	if (free)
+		nc_free(x);
+}
+
+static struct bkc_node *nc_new(void *ctx, u64 bucket)
+{
+	struct bkc_set *set = ctx;
+	struct bkc_ncache *nc = &set->nc;
+	struct bkc_nc_node *x = nc_alloc(nc);
+
+	if (!x)
+		return NULL;
+	x->n.bucket = bucket;
+	x->pins = 1;
+	x->hashed = true;
+	spin_lock(&nc->lock);
+	hlist_add_head(&x->hash, nc_bucket(nc, bucket));
+	nc->nr++;
+	spin_unlock(&nc->lock);
+	return &x->n;
+}
+
+/* Unhash and, once unpinned, free; caller holds nc->lock. */
+static bool nc_unhash(struct bkc_ncache *nc, struct bkc_nc_node *x)
+{
+	if (x->hashed) {
+		hlist_del_init(&x->hash);
+		x->hashed = false;
+		nc->nr--;
+	}
+	x->dropped = true;
+	if (x->pins)
+		return false;
+	if (!list_empty(&x->lru)) {
+		list_del_init(&x->lru);
+		nc->nr_lru--;
+	}
+	return true;
+}
+
+static void nc_drop(void *ctx, struct bkc_node *n)
+{
+	struct bkc_set *set = ctx;
+	struct bkc_ncache *nc = &set->nc;
+	struct bkc_nc_node *x = to_ncn(n);
+	bool free;
+
+	spin_lock(&nc->lock);
+	free = nc_unhash(nc, x);
+	spin_unlock(&nc->lock);
+	if (free)
+		nc_free(x);
+}
+
+const struct bkc_btree_ops bkc_ncache_ops = {
+	.get	= nc_get,
+	.put	= nc_put,
+	.alloc	= nc_new,
+	.drop	= nc_drop,
+};
+
+static bool nc_evictable(struct bkc_nc_node *x)
+{
+	return !x->pins && !(READ_ONCE(x->n.flags) &
+			     (BKC_NODE_DIRTY | BKC_NODE_NEW |
+			      BKC_NODE_INFLIGHT | BKC_NODE_REWRITE));
+}
+
+static unsigned long nc_count(struct shrinker *s, struct shrink_control *sc)
+{
+	struct bkc_ncache *nc = bkc_shrinker_priv(s);
+
+	return READ_ONCE(nc->nr_lru);
+}
+
+static unsigned long nc_scan(struct shrinker *s, struct shrink_control *sc)
+{
+	struct bkc_ncache *nc = bkc_shrinker_priv(s);
+	struct bkc_nc_node *x, *tmp;
+	unsigned long freed = 0, scanned = 0;
+	LIST_HEAD(victims);
+
+	spin_lock(&nc->lock);
+	list_for_each_entry_safe(x, tmp, &nc->lru, lru) {
+		if (scanned++ >= sc->nr_to_scan)
+			break;
+		if (!nc_evictable(x))
+			continue;
+		nc_unhash(nc, x);
+		list_add(&x->lru, &victims);
+		freed++;
+	}
+	nc->evictions += freed;
+	spin_unlock(&nc->lock);
+	list_for_each_entry_safe(x, tmp, &victims, lru)
+		nc_free(x);
+	return freed ? freed : SHRINK_STOP;
+}
+
+int bkc_ncache_init(struct bkc_ncache *nc, struct bkc_set *set,
+		    u32 node_bytes)
+{
+	u32 i;
+
+	nc->set = set;
+	spin_lock_init(&nc->lock);
+	mutex_init(&nc->io_lock);
+	INIT_LIST_HEAD(&nc->lru);
+	nc->node_bytes = node_bytes;
+	nc->hash = kvcalloc(1 << BKC_NC_HASH_BITS, sizeof(*nc->hash),
+			    GFP_KERNEL);
+	nc->io_buf = kvmalloc(node_bytes, GFP_KERNEL);
+	if (!nc->hash || !nc->io_buf)
+		return -ENOMEM;
+	for (i = 0; i < 1 << BKC_NC_HASH_BITS; i++)
+		INIT_HLIST_HEAD(&nc->hash[i]);
+	return 0;
+}
+
+void bkc_ncache_set_sizes(struct bkc_ncache *nc, u32 base, u32 delta)
+{
+	nc->base_bytes = base;
+	nc->delta_bytes = delta;
+}
+
+int bkc_ncache_start_shrinker(struct bkc_ncache *nc)
+{
+	nc->shrinker = bkc_shrinker_create(nc_count, nc_scan, nc,
+					   "blkcache-btree");
+	return nc->shrinker ? 0 : -ENOMEM;
+}
+
+/*
+ * Free every node.  The tree is gone: pins it still held (dirty nodes
+ * after an I/O error) no longer matter.  Dropped nodes are never hashed
+ * and were freed at their last put.
+ */
+void bkc_ncache_exit(struct bkc_ncache *nc)
+{
+	struct bkc_nc_node *x;
+	struct hlist_node *tmp;
+	u32 i;
+
+	bkc_shrinker_destroy(nc->shrinker);
+	nc->shrinker = NULL;
+	if (nc->hash) {
+		for (i = 0; i < 1 << BKC_NC_HASH_BITS; i++) {
+			hlist_for_each_entry_safe(x, tmp, &nc->hash[i], hash) {
+				hlist_del(&x->hash);
+				nc_free(x);
+			}
+		}
+	}
+	kvfree(nc->hash);
+	kvfree(nc->io_buf);
+	nc->hash = NULL;
+	nc->io_buf = NULL;
+}
+
+u64 bkc_ncache_bytes(struct bkc_ncache *nc)
+{
+	return (u64)READ_ONCE(nc->nr) *
+		(nc->base_bytes + nc->delta_bytes + sizeof(struct bkc_nc_node));
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The btree node cache: the kernel side of struct bkc_btree_ops.
+ */
+#ifndef _BKC_NCACHE_H
+#define _BKC_NCACHE_H
+
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/shrinker.h>
+#include <linux/spinlock.h>
+
+#include "core/btree.h"
+
+struct bkc_set;
+
+#define BKC_NC_HASH_BITS	12
+
+struct bkc_ncache {
+	struct bkc_set		*set;
+	spinlock_t		lock;		/* hash, lru, pins, counts */
+	struct mutex		io_lock;	/* one node read at a time */
+	struct hlist_head	*hash;
+	struct list_head	lru;		/* unpinned nodes, oldest first */
+	unsigned long		nr;		/* nodes in memory */
+	unsigned long		nr_lru;
+	u32			node_bytes;
+	u32			base_bytes;
+	u32			delta_bytes;
+	void			*io_buf;	/* node_bytes, under io_lock */
+	struct shrinker		*shrinker;
+	u64			reads;
+	u64			evictions;
+};
+
+extern const struct bkc_btree_ops bkc_ncache_ops;
+
+int bkc_ncache_init(struct bkc_ncache *nc, struct bkc_set *set,
+		    u32 node_bytes);
+/* Buffers are sized from the tree; call once the core is initialised. */
+void bkc_ncache_set_sizes(struct bkc_ncache *nc, u32 base, u32 delta);
+int bkc_ncache_start_shrinker(struct bkc_ncache *nc);
+void bkc_ncache_exit(struct bkc_ncache *nc);
+u64 bkc_ncache_bytes(struct bkc_ncache *nc);
+
+#endif /* _BKC_NCACHE_H */

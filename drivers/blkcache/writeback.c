@@ -1,0 +1,505 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Writeback: one thread per backing device copies dirty data from the
+ * cache to the backing device, in LBA order, a batch at a time.
+ *
+ * A batch covers whole RAID stripes (the backing device's io_opt): keys
+ * are taken from a stripe-aligned start until about BKC_WB_BATCH bytes,
+ * then up to the end of the stripe they reached, so md gets every dirty
+ * piece of a stripe at once, contiguous runs merged into large writes,
+ * under one plug.  For each batch:
+ *   1. announce the LBA range (range.c), wait for foreground backing
+ *      writes in it, and only then look up its dirty keys;
+ *   2. read their data from the cache, write it to the backing device;
+ *   3. flush the backing device;
+ *   4. mark clean whatever still maps to the data just written (a newer
+ *      write may have replaced it meanwhile: that stays dirty).
+ * A failed batch marks nothing clean and is retried after a back-off.
+ *
+ * Pacing: a PI controller (core/ratectl.c) sets the rate from the dirty
+ * amount against writeback_percent of the cache; the device goes at full
+ * speed (writeback_rate_max, if set) when it has been idle for a second,
+ * when draining for detach, and when writeback_percent is 0.  Below the
+ * target, data younger than writeback_delay seconds is left alone.
+ */
+#include <linux/blkdev.h>
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "bkc.h"
+
+#define BKC_WB_KEYS		256
+#define BKC_WB_BATCH		(4U << 20)	/* bytes, before stripe end */
+#define BKC_WB_IDLE		HZ
+#define BKC_WB_MIN_RATE		8		/* sectors/s */
+#define BKC_WB_FULL_RATE	(1ULL << 40)
+
+struct bkc_wb_run {
+	u64	lba;		/* cacheN sector */
+	u32	len;
+	void	*buf;
+};
+
+struct bkc_wb_ctx {
+	struct bkc_backing	*b;
+	struct bkc_key		*keys;
+	u32			nkeys;
+	struct bkc_wb_run	*runs;
+	u32			nruns;
+	/* async I/O of a phase */
+	atomic_t		pending;
+	int			err;
+	struct completion	done;
+};
+
+void bkc_wb_init(struct bkc_backing *b)
+{
+	struct bkc_wb *wb = &b->wb;
+
+	bkc_range_init(wb);
+	init_waitqueue_head(&wb->kick);
+	wb->percent = 10;
+	wb->delay = 30;
+	wb->running = true;
+	wb->rate_max = 0;
+	atomic_set(&wb->wb_writes, 0);
+	bkc_ratectl_init(&wb->ctl, BKC_WB_MIN_RATE, 0);
+}
+
+void bkc_wb_kick(struct bkc_backing *b)
+{
+	wake_up(&b->wb.kick);
+}
+
+/* ---- async I/O on a kvmalloc'ed buffer ---- */
+
+static void bkc_wb_endio(struct bio *bio)
+{
+	struct bkc_wb_ctx *x = bio->bi_private;
+
+	if (bio->bi_status)
+		x->err = blk_status_to_errno(bio->bi_status);
+	bio_put(bio);
+	if (atomic_dec_and_test(&x->pending))
+		complete(&x->done);
+}
+
+static void bkc_wb_io(struct bkc_wb_ctx *x, struct block_device *bdev,
+		      blk_opf_t opf, sector_t sector, void *buf, u32 len)
+{
+	u8 *p = buf;
+
+	while (len) {
+		struct bio *bio = bio_alloc(bdev, BIO_MAX_VECS, opf, GFP_NOIO);
+		u32 chunk;
+
+		bio->bi_iter.bi_sector = sector;
+		bio->bi_private = x;
+		bio->bi_end_io = bkc_wb_endio;
+		while (len) {
+			chunk = min_t(u32, len, PAGE_SIZE - offset_in_page(p));
+			if (bio_add_page(bio, is_vmalloc_addr(p) ?
+					 vmalloc_to_page(p) : virt_to_page(p),
+					 chunk, offset_in_page(p)) != chunk)
+				break;
+			p += chunk;
+			len -= chunk;
+			sector += chunk >> SECTOR_SHIFT;
+		}
+		atomic_inc(&x->pending);
+		submit_bio(bio);
+	}
+}
+
+static void bkc_wb_phase_begin(struct bkc_wb_ctx *x)
+{
+	x->err = 0;
+	atomic_set(&x->pending, 1);
+	reinit_completion(&x->done);
+}
+
+static int bkc_wb_phase_wait(struct bkc_wb_ctx *x)
+{
+	if (!atomic_dec_and_test(&x->pending))
+		wait_for_completion(&x->done);
+	return x->err;
+}
+
+/* ---- one batch ---- */
+
+struct bkc_wb_pick {
+	struct bkc_wb_ctx	*x;
+	u64			end;	/* exclusive, cacheN sectors */
+};
+
+static int bkc_wb_collect(void *arg, const struct bkc_key *k)
+{
+	struct bkc_wb_pick *p = arg;
+	struct bkc_wb_ctx *x = p->x;
+
+	if (!bkc_key_dirty(k))
+		return 0;
+	if (x->nkeys == BKC_WB_KEYS)
+		return 1;
+	x->keys[x->nkeys++] = *k;
+	return 0;
+}
+
+/* Stripe-aligned batch range starting at or after @from, or false. */
+static bool bkc_wb_pick_range(struct bkc_backing *b, struct bkc_wb_ctx *x,
+			      u64 from, u64 *start, u64 *end)
+{
+	struct bkc_set *set = b->set;
+	u64 stripe = bdev_io_opt(b->dev.bdev) >> SECTOR_SHIFT;
+	u64 bytes = 0, e;
+	int n, i;
+
+	down_read(&set->lock);
+	n = bkc_btree_next_dirty(&set->core->tree, b->dev_id, from, x->keys,
+				 BKC_WB_KEYS);
+	up_read(&set->lock);
+	if (n <= 0)
+		return false;
+	*start = bkc_pos_lba(x->keys[0].pos);
+	e = *start;
+	for (i = 0; i < n && bytes < BKC_WB_BATCH; i++) {
+		e = bkc_pos_lba(bkc_key_end(&x->keys[i]));
+		bytes += (u64)x->keys[i].len << SECTOR_SHIFT;
+	}
+	if (stripe > 1) {
+		*start -= *start % stripe;
+		e = roundup(e, stripe);
+	}
+	*end = e;
+	return true;
+}
+
+/* Merge the batch's keys into runs of contiguous LBAs with buffers. */
+static int bkc_wb_make_runs(struct bkc_wb_ctx *x)
+{
+	struct bkc_wb_run *run = NULL;
+	u32 i;
+
+	x->nruns = 0;
+	for (i = 0; i < x->nkeys; i++) {
+		u64 lba = bkc_pos_lba(x->keys[i].pos);
+
+		if (run && run->lba + run->len == lba &&
+		    run->len + x->keys[i].len <= (BKC_WB_BATCH >> SECTOR_SHIFT)) {
+			run->len += x->keys[i].len;
+			continue;
+		}
+		run = &x->runs[x->nruns++];
+		run->lba = lba;
+		run->len = x->keys[i].len;
+		run->buf = NULL;
+	}
+	for (i = 0; i < x->nruns; i++) {
+		x->runs[i].buf = kvmalloc((size_t)x->runs[i].len << SECTOR_SHIFT,
+					  GFP_KERNEL);
+		if (!x->runs[i].buf)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void bkc_wb_free_runs(struct bkc_wb_ctx *x)
+{
+	u32 i;
+
+	for (i = 0; i < x->nruns; i++)
+		kvfree(x->runs[i].buf);
+	x->nruns = 0;
+}
+
+/* Mark the batch's keys clean where they still map to the same data. */
+static int bkc_wb_mark_clean(struct bkc_backing *b, struct bkc_wb_ctx *x)
+{
+	struct bkc_set *set = b->set;
+	u32 i = 0;
+	u64 seq;
+	int r = 0;
+
+	down_write(&set->lock);
+	while (i < x->nkeys) {
+		r = bkc_core_mark_clean(set->core, &x->keys[i], &seq);
+		if (r == -EAGAIN || r == -ENOSPC) {
+			up_write(&set->lock);
+			r = bkc_meta_wait_space(set, HZ / 10);
+			down_write(&set->lock);
+			if (r)
+				break;
+			continue;
+		}
+		if (r < 0)
+			break;
+		r = 0;
+		i++;
+	}
+	bkc_meta_note_record(set);
+	up_write(&set->lock);
+	return r;
+}
+
+/*
+ * Write back one batch from @from on.  Returns sectors written back, 0 if
+ * there was nothing from @from on, or -errno.  *@next is where the next
+ * batch starts.
+ */
+static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
+			 u64 from, u64 *next)
+{
+	struct bkc_set *set = b->set;
+	struct bkc_wb_pick pick = { .x = x };
+	struct blk_plug plug;
+	u64 start, end, done = 0;
+	u32 i, k, off;
+	long r;
+
+	x->nkeys = 0;
+	if (!bkc_wb_pick_range(b, x, from, &start, &end))
+		return 0;
+	*next = end;
+
+	bkc_wb_batch_begin(b, start, end);
+	/* the keys as they are now that no foreground write runs here */
+	x->nkeys = 0;
+	pick.end = end;
+	down_read(&set->lock);
+	r = bkc_btree_iter(&set->core->tree, bkc_pos(b->dev_id, start),
+			   bkc_pos(b->dev_id, end), false, bkc_wb_collect,
+			   &pick);
+	up_read(&set->lock);
+	if (r < 0 || !x->nkeys)
+		goto out;
+	r = bkc_wb_make_runs(x);
+	if (r)
+		goto out;
+
+	/* read the dirty data from the cache */
+	bkc_wb_phase_begin(x);
+	for (i = 0, k = 0; i < x->nruns; i++) {
+		for (off = 0; off < x->runs[i].len; k++) {
+			struct bkc_key *key = &x->keys[k];
+
+			bkc_wb_io(x, set->dev.bdev, REQ_OP_READ,
+				  bkc_bucket_sector(set, bkc_key_bucket(key),
+						    key->off),
+				  (u8 *)x->runs[i].buf + ((size_t)off << SECTOR_SHIFT),
+				  key->len << SECTOR_SHIFT);
+			off += key->len;
+		}
+	}
+	r = bkc_wb_phase_wait(x);
+	if (r)
+		goto out;
+	/* data moved by GC meanwhile is stale here: leave those keys dirty */
+	down_read(&set->lock);
+	for (k = 0; k < x->nkeys; k++)
+		if (bkc_core_ptr_stale(set->core, &x->keys[k]))
+			x->keys[k].len = 0;
+	up_read(&set->lock);
+
+	/* write it to the backing device, stripes together */
+	bkc_wb_phase_begin(x);
+	blk_start_plug(&plug);
+	for (i = 0; i < x->nruns; i++) {
+		bkc_wb_io(x, b->dev.bdev, REQ_OP_WRITE,
+			  x->runs[i].lba + b->data_start, x->runs[i].buf,
+			  x->runs[i].len << SECTOR_SHIFT);
+		done += x->runs[i].len;
+	}
+	blk_finish_plug(&plug);
+	r = bkc_wb_phase_wait(x);
+	if (!r)
+		r = blkdev_issue_flush(b->dev.bdev);
+	if (r) {
+		bkc_err(b->dev.bdev, "writeback of sectors %llu-%llu failed (%ld); retrying later",
+			start, end, r);
+		goto out;
+	}
+	/* a key that GC moved must not be marked clean from the old data */
+	for (k = 0; k < x->nkeys; k++) {
+		if (!x->keys[k].len) {
+			memmove(&x->keys[k], &x->keys[k + 1],
+				(x->nkeys - k - 1) * sizeof(x->keys[0]));
+			x->nkeys--;
+			k--;
+		}
+	}
+	r = bkc_wb_mark_clean(b, x);
+	if (!r)
+		r = done;
+out:
+	bkc_wb_free_runs(x);
+	bkc_wb_batch_end(b);
+	return r;
+}
+
+/* ---- pacing and state ---- */
+
+static u64 bkc_wb_target(struct bkc_backing *b)
+{
+	struct bkc_alloc *a = &b->set->core->alloc;
+	u64 cap = (a->geom.nbuckets - a->geom.first_bucket) *
+		a->geom.bucket_sectors;
+
+	return div_u64(cap * READ_ONCE(b->wb.percent), 100);
+}
+
+/*
+ * No dirty data left: record "clean" in the superblock, unless a
+ * writeback-mode write is in flight (request.c counts them and then looks
+ * at the state, in the opposite order).
+ */
+static void bkc_wb_set_clean(struct bkc_backing *b)
+{
+	mutex_lock(&b->sb_io);
+	if (b->sb.state == BKC_STATE_DIRTY) {
+		WRITE_ONCE(b->sb.state, BKC_STATE_CLEAN);
+		/* state before count here, count before state in bkc_write() */
+		smp_mb();
+		if (atomic_read(&b->wb.wb_writes) ||
+		    bkc_backing_dirty_sectors(b)) {
+			WRITE_ONCE(b->sb.state, BKC_STATE_DIRTY);
+		} else {
+			WRITE_ONCE(b->sb.state, BKC_STATE_DIRTY);
+			bkc_backing_set_state(b, BKC_STATE_CLEAN);
+		}
+	}
+	mutex_unlock(&b->sb_io);
+}
+
+static bool bkc_wb_should_wake(struct bkc_backing *b)
+{
+	return kthread_should_stop() || READ_ONCE(b->wb.drain);
+}
+
+static int bkc_wb_thread(void *arg)
+{
+	struct bkc_backing *b = arg;
+	struct bkc_wb *wb = &b->wb;
+	unsigned long last = jiffies, dirty_since = 0, backoff = HZ;
+	struct bkc_wb_ctx *x;
+	u64 dirty, target, rate, cap;
+	bool idle, full;
+	long r;
+
+	x = kzalloc(sizeof(*x), GFP_KERNEL);
+	if (x) {
+		x->keys = kvmalloc_array(BKC_WB_KEYS, sizeof(*x->keys),
+					 GFP_KERNEL);
+		x->runs = kvmalloc_array(BKC_WB_KEYS, sizeof(*x->runs),
+					 GFP_KERNEL);
+		init_completion(&x->done);
+	}
+	if (!x || !x->keys || !x->runs)
+		goto out;
+	x->b = b;
+
+	while (!kthread_should_stop()) {
+		unsigned long now = jiffies;
+		u64 dt = jiffies_to_msecs(now - last);
+
+		last = now;
+		dirty = bkc_backing_dirty_sectors(b);
+		if (!dirty) {
+			dirty_since = 0;
+			WRITE_ONCE(wb->drain, false);
+			WRITE_ONCE(wb->rate, 0);
+			bkc_wb_set_clean(b);
+			bkc_backing_clean(b);
+			wait_event_interruptible_timeout(wb->kick,
+				kthread_should_stop() ||
+				bkc_backing_dirty_sectors(b), HZ);
+			continue;
+		}
+		if (!dirty_since)
+			dirty_since = now;
+		target = bkc_wb_target(b);
+		WRITE_ONCE(wb->target, target);
+		idle = time_after(now, READ_ONCE(wb->last_io) + BKC_WB_IDLE);
+		full = READ_ONCE(wb->drain) || !target || idle;
+		cap = READ_ONCE(wb->rate_max) >> SECTOR_SHIFT;
+		wb->ctl.max_rate = cap;
+		rate = bkc_ratectl_update(&wb->ctl, dirty, target, dt, idle);
+		if (full)
+			rate = cap ? cap : BKC_WB_FULL_RATE;
+		WRITE_ONCE(wb->rate, rate);
+
+		if ((!READ_ONCE(wb->running) && !READ_ONCE(wb->drain)) ||
+		    (!full && dirty <= target &&
+		     time_before(now, dirty_since + READ_ONCE(wb->delay) * HZ))) {
+			wait_event_interruptible_timeout(wb->kick,
+				bkc_wb_should_wake(b), HZ);
+			continue;
+		}
+
+		r = bkc_wb_batch(b, x, wb->next_lba, &wb->next_lba);
+		if (r == 0) {
+			/* nothing after next_lba: start over from 0 */
+			if (wb->next_lba)
+				wb->next_lba = 0;
+			else
+				wait_event_interruptible_timeout(wb->kick,
+					bkc_wb_should_wake(b), HZ / 10);
+			continue;
+		}
+		if (r < 0) {
+			wait_event_interruptible_timeout(wb->kick,
+				kthread_should_stop(), backoff);
+			backoff = min_t(unsigned long, backoff * 2, 30 * HZ);
+			continue;
+		}
+		backoff = HZ;
+		wb->written += r;
+		if (rate < BKC_WB_FULL_RATE) {
+			/* sleep as long as @r sectors take at @rate */
+			u64 ms = div64_u64((u64)r * 1000, max_t(u64, rate, 1));
+
+			wait_event_interruptible_timeout(wb->kick,
+				bkc_wb_should_wake(b),
+				msecs_to_jiffies(min_t(u64, ms, 10000)));
+		} else {
+			cond_resched();
+		}
+	}
+out:
+	if (x) {
+		kvfree(x->keys);
+		kvfree(x->runs);
+		kfree(x);
+	}
+	while (!kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+	return 0;
+}
+
+int bkc_wb_start(struct bkc_backing *b)
+{
+	struct task_struct *t;
+
+	if (b->wb.thread || !b->set)
+		return 0;
+	t = kthread_run(bkc_wb_thread, b, "blkcache_wb_%pg", b->dev.bdev);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	b->wb.thread = t;
+	return 0;
+}
+
+/* Idempotent; dirty data stays dirty for the next registration. */
+void bkc_wb_stop(struct bkc_backing *b)
+{
+	if (!b->wb.thread)
+		return;
+	kthread_stop(b->wb.thread);
+	b->wb.thread = NULL;
+}
