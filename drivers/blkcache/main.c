@@ -44,6 +44,9 @@ void bkc_reap(void)
 		mutex_unlock(&bkc_lock);
 
 		if (b) {
+			/* they check ->dead under bkc_lock, then do nothing */
+			cancel_work_sync(&b->detach_work);
+			cancel_work_sync(&b->state_work);
 			if (b->stats_kobj_added)
 				kobject_del(&b->stats_kobj);
 			kobject_put(&b->stats_kobj);
