@@ -812,6 +812,9 @@ main() {
 		(stop_raid) || log "stopping md0 failed"
 	fi
 	log "done"
+	# Never return: bash reads a script as it runs it, and the file may be
+	# edited while a long run is going on.
+	exit 0
 }
 
 # Sourcing the file (for experiments) defines the functions only.
