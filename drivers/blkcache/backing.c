@@ -249,6 +249,17 @@ static void bkc_backing_stop_disk(struct bkc_backing *b)
 	b->id = -1;
 }
 
+static void bkc_backing_set_bdev(struct bkc_set *set, u32 id,
+				 struct block_device *bdev)
+{
+	mutex_lock(&set->bflush_lock);
+	down_write(&set->lock);
+	set->bdevs[id] = bdev;
+	clear_bit(id, set->flush_devs);
+	up_write(&set->lock);
+	mutex_unlock(&set->bflush_lock);
+}
+
 /*
  * Start using @set: find or take @b's slot (device id) in the set, switch
  * the running device over and start writeback.  Memory only, apart from
@@ -265,6 +276,7 @@ int bkc_backing_link(struct bkc_backing *b, struct bkc_set *set)
 		return r;
 	bkc_backing_quiesce(b);
 	b->dev_id = id;
+	bkc_backing_set_bdev(set, id, b->dev.bdev);
 	WRITE_ONCE(b->set, set);
 	list_add_tail(&b->set_node, &set->backings);
 	bkc_backing_resume(b);
@@ -274,14 +286,26 @@ int bkc_backing_link(struct bkc_backing *b, struct bkc_set *set)
 	return 0;
 }
 
-static void bkc_backing_unlink(struct bkc_backing *b)
+/* Stop using the set; the caller has quiesced @b. */
+static void bkc_backing_unlink_quiesced(struct bkc_backing *b)
+{
+	struct bkc_set *set = b->set;
+
+	if (!set)
+		return;
+	bkc_backing_set_bdev(set, b->dev_id, NULL);
+	list_del_init(&b->set_node);
+	WRITE_ONCE(b->set, NULL);
+}
+
+/* Stop writeback and using the set.  Idempotent. */
+void bkc_backing_unlink(struct bkc_backing *b)
 {
 	if (!b->set)
 		return;
 	bkc_wb_stop(b);
 	bkc_backing_quiesce(b);
-	list_del_init(&b->set_node);
-	WRITE_ONCE(b->set, NULL);
+	bkc_backing_unlink_quiesced(b);
 	bkc_backing_resume(b);
 }
 
@@ -304,8 +328,6 @@ void bkc_backing_teardown(struct bkc_backing *b)
 		bioset_exit(&b->split_bs);
 	}
 	b->bs_ready = false;
-	free_percpu(b->stats);
-	b->stats = NULL;
 	list_move_tail(&b->list, &bkc_dead_backings);
 }
 
@@ -340,6 +362,15 @@ int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set)
 			set->sb.set_uuid);
 		return -EIO;
 	}
+	/*
+	 * A slot left attached from an earlier life (detached while the set
+	 * was away, or a crash mid-detach) holds keys that are stale now.
+	 */
+	if (memcmp(b->sb.set_uuid, set->sb.set_uuid, BKC_UUID_SIZE)) {
+		r = bkc_set_slot_drop_uuid(set, b->sb.uuid);
+		if (r)
+			return r;
+	}
 	/* the slot first: a backing sb never names a set without one */
 	r = bkc_set_slot_get(set, b->sb.uuid, &b->dev_id);
 	if (r)
@@ -360,7 +391,10 @@ int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set)
 
 /*
  * Forget the cache set, on disk and in memory, and drop the set's keys of
- * this device.  Dirty data must have been written back.
+ * this device.  Order matters for crashes: the slot is marked cleaning
+ * before the backing superblock forgets the set, and released only once
+ * the invalidations are durable.  Returns -EAGAIN if dirty data appeared
+ * (the caller keeps draining).
  */
 static int bkc_backing_detach_now(struct bkc_backing *b)
 {
@@ -369,27 +403,44 @@ static int bkc_backing_detach_now(struct bkc_backing *b)
 	struct bkc_sb_mut m;
 	int r;
 
+	if (set) {
+		bkc_wb_stop(b);
+		bkc_backing_quiesce(b);
+		if (bkc_backing_dirty_sectors(b) ||
+		    atomic_read(&b->wb.wb_writes)) {
+			bkc_backing_resume(b);
+			bkc_wb_start(b);
+			return -EAGAIN;
+		}
+		r = bkc_set_slot_clean(set, id);
+		if (r)
+			goto fail;
+	}
 	bkc_sb_mut_get(&b->sb, &m);
 	memset(m.set_uuid, 0, BKC_UUID_SIZE);
 	if (m.state != BKC_STATE_INCONSISTENT)
 		m.state = BKC_STATE_NONE;
 	r = bkc_backing_sb_update(b, &m);
 	if (r)
-		return r;
-	bkc_backing_unlink(b);
+		goto fail;
 	if (set) {
-		r = bkc_set_slot_clean(set, id);
-		if (!r)
-			r = bkc_invalidate_dev(set, id);
-		if (!r)
-			r = bkc_set_slot_release(set, id);
+		bkc_backing_unlink_quiesced(b);
+		bkc_backing_resume(b);
+		r = bkc_set_slot_drop(set, id);
 		if (r)
 			bkc_err(b->dev.bdev,
 				"keys of the detached device not dropped yet (%d); done at the next registration",
 				r);
 	}
+	b->detaching = false;
 	bkc_info(b->dev.bdev, "detached");
 	return bkc_backing_run(b);
+fail:
+	if (set) {
+		bkc_backing_resume(b);
+		bkc_wb_start(b);
+	}
+	return r;
 }
 
 static void bkc_backing_detach_work(struct work_struct *work)
@@ -399,10 +450,8 @@ static void bkc_backing_detach_work(struct work_struct *work)
 
 	mutex_lock(&bkc_lock);
 	if (!b->dead && b->detaching && b->set &&
-	    !bkc_backing_dirty_sectors(b)) {
-		b->detaching = false;
+	    !bkc_backing_dirty_sectors(b))
 		bkc_backing_detach_now(b);
-	}
 	mutex_unlock(&bkc_lock);
 }
 
@@ -420,6 +469,8 @@ void bkc_backing_clean(struct bkc_backing *b)
  */
 int bkc_backing_detach(struct bkc_backing *b)
 {
+	int r;
+
 	lockdep_assert_held(&bkc_lock);
 	if (!b->set && b->sb.state == BKC_STATE_NONE)
 		return 0;
@@ -432,8 +483,9 @@ int bkc_backing_detach(struct bkc_backing *b)
 		}
 		return bkc_backing_detach_now(b);
 	}
-	if (bkc_backing_dirty_sectors(b)) {
-		b->detaching = true;
+	WRITE_ONCE(b->detaching, true);
+	r = bkc_backing_dirty_sectors(b) ? -EAGAIN : bkc_backing_detach_now(b);
+	if (r == -EAGAIN) {
 		b->wb.drain = true;
 		bkc_wb_kick(b);
 		bkc_info(b->dev.bdev,
@@ -441,7 +493,9 @@ int bkc_backing_detach(struct bkc_backing *b)
 			 bkc_backing_dirty_sectors(b));
 		return 0;
 	}
-	return bkc_backing_detach_now(b);
+	if (r)
+		WRITE_ONCE(b->detaching, false);
+	return r;
 }
 
 int bkc_backing_set_mode(struct bkc_backing *b, u32 mode)
@@ -519,10 +573,11 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = bioset_init(&b->bs, BIO_POOL_SIZE, bkc_bio_front_pad(), 0);
+	r = bioset_init(&b->bs, BIO_POOL_SIZE, bkc_bio_front_pad(),
+			BIOSET_NEED_RESCUER);
 	if (r)
 		goto fail;
-	r = bioset_init(&b->split_bs, BIO_POOL_SIZE, 0, 0);
+	r = bioset_init(&b->split_bs, BIO_POOL_SIZE, 0, BIOSET_NEED_RESCUER);
 	if (r) {
 		bioset_exit(&b->bs);
 		goto fail;

@@ -54,7 +54,7 @@
 
 struct bkc_epoch_slot {
 	atomic_t	inflight;	/* writes to this granule in flight */
-	u64		epoch;		/* newest write epoch that began */
+	atomic64_t	epoch;		/* newest epoch a write stamped here */
 };
 
 /* A waiter for a journal entry to become durable. */
@@ -62,6 +62,12 @@ struct bkc_jwait {
 	struct list_head	node;
 	u64			seq;
 	void			(*fn)(struct bkc_jwait *jw, int err);
+};
+
+struct bkc_jsync {
+	struct bkc_jwait	jw;
+	struct completion	done;
+	int			err;
 };
 
 /* meta thread kick bits (set->mflags) */
@@ -117,7 +123,13 @@ struct bkc_set {
 	/* promotion safety */
 	atomic64_t		epoch;
 	struct bkc_epoch_slot	*epochs;
+	struct bkc_epoch_slot	big;		/* writes too large for slots */
 	atomic_t		promotes;	/* promotions in flight */
+
+	/* backing devices to flush before the next commit (by dev id) */
+	unsigned long		flush_devs[BITS_TO_LONGS(BKC_SB_MAX_BDEVS)];
+	struct block_device	*bdevs[BKC_SB_MAX_BDEVS];	/* by dev id */
+	struct mutex		bflush_lock;	/* bdevs[] vs their flushes */
 
 	struct bio_set		bs;		/* clones onto the cache device */
 	bool			bs_ready;
@@ -200,6 +212,8 @@ int bkc_set_stop(struct bkc_set *set, bool detach);
 int bkc_set_slot_get(struct bkc_set *set, const u8 *uuid, u32 *id);
 int bkc_set_slot_clean(struct bkc_set *set, u32 id);
 int bkc_set_slot_release(struct bkc_set *set, u32 id);
+int bkc_set_slot_drop(struct bkc_set *set, u32 id);
+int bkc_set_slot_drop_uuid(struct bkc_set *set, const u8 *uuid);
 
 /* meta.c: the metadata runtime of a set */
 int bkc_meta_open(struct bkc_set *set);
@@ -207,6 +221,7 @@ void bkc_meta_close(struct bkc_set *set);
 void bkc_meta_kick(struct bkc_set *set, int bit);
 void bkc_journal_wait(struct bkc_set *set, struct bkc_jwait *jw, u64 seq);
 u64 bkc_journal_flush_seq(struct bkc_set *set);
+int bkc_journal_sync(struct bkc_set *set);
 int bkc_meta_wait_space(struct bkc_set *set, long timeout);
 void bkc_meta_note_record(struct bkc_set *set);
 int bkc_meta_io(struct bkc_set *set, blk_opf_t opf, u64 sector, void *buf,
@@ -220,6 +235,7 @@ void bkc_backing_teardown(struct bkc_backing *b);
 int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set);
 int bkc_backing_detach(struct bkc_backing *b);
 int bkc_backing_link(struct bkc_backing *b, struct bkc_set *set);
+void bkc_backing_unlink(struct bkc_backing *b);
 int bkc_backing_set_mode(struct bkc_backing *b, u32 mode);
 int bkc_backing_set_label(struct bkc_backing *b, const char *label,
 			  size_t len);

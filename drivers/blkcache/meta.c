@@ -149,13 +149,33 @@ void bkc_journal_wait(struct bkc_set *set, struct bkc_jwait *jw, u64 seq)
  */
 u64 bkc_journal_flush_seq(struct bkc_set *set)
 {
-	u64 seq = 0;
+	struct bkc_journal *j = &set->core->journal;
+	u64 seq;
 
+	/* an empty open entry: the one before may still be in flight */
 	down_read(&set->lock);
-	if (!bkc_journal_empty(&set->core->journal))
-		seq = set->core->journal.seq;
+	seq = bkc_journal_empty(j) ? j->seq - 1 : j->seq;
 	up_read(&set->lock);
 	return seq;
+}
+
+static void bkc_journal_sync_done(struct bkc_jwait *jw, int err)
+{
+	struct bkc_jsync *js = container_of(jw, struct bkc_jsync, jw);
+
+	js->err = err;
+	complete(&js->done);
+}
+
+/* Wait until everything journalled so far is durable. */
+int bkc_journal_sync(struct bkc_set *set)
+{
+	struct bkc_jsync js = { .jw.fn = bkc_journal_sync_done };
+
+	init_completion(&js.done);
+	bkc_journal_wait(set, &js.jw, bkc_journal_flush_seq(set));
+	wait_for_completion(&js.done);
+	return js.err;
 }
 
 void bkc_meta_kick(struct bkc_set *set, int bit)
@@ -195,16 +215,42 @@ int bkc_meta_wait_space(struct bkc_set *set, long timeout)
 /* ---- commits, node writes, tables ---- */
 
 /*
+ * Flush the backing devices whose dirty data the open journal entry
+ * drops (request.c sets the bits).  bflush_lock keeps the devices from
+ * being released meanwhile.
+ */
+static void bkc_flush_backings(struct bkc_set *set,
+			       unsigned long *devs)
+{
+	u32 id;
+
+	mutex_lock(&set->bflush_lock);
+	for_each_set_bit(id, devs, BKC_SB_MAX_BDEVS)
+		if (set->bdevs[id])
+			blkdev_issue_flush(set->bdevs[id]);
+	mutex_unlock(&set->bflush_lock);
+}
+
+/*
  * Commit the open journal entry.  Returns 0, -EAGAIN when nothing was
  * needed, -ENOSPC/-EBUSY when nodes must be written first, or -EIO.
  */
 static int bkc_commit(struct bkc_set *set)
 {
+	unsigned long devs[BITS_TO_LONGS(BKC_SB_MAX_BDEVS)];
 	struct bkc_core *c = set->core;
 	struct bkc_journal_write w;
 	int r;
 
-	down_write(&set->lock);
+	for (;;) {
+		down_write(&set->lock);
+		if (bitmap_empty(set->flush_devs, BKC_SB_MAX_BDEVS))
+			break;
+		bitmap_copy(devs, set->flush_devs, BKC_SB_MAX_BDEVS);
+		bitmap_zero(set->flush_devs, BKC_SB_MAX_BDEVS);
+		up_write(&set->lock);
+		bkc_flush_backings(set, devs);
+	}
 	r = bkc_core_journal_prepare(c, &w);
 	if (!r)
 		set->jfirst = 0;
@@ -642,6 +688,7 @@ int bkc_meta_open(struct bkc_set *set)
 	int r;
 
 	init_rwsem(&set->lock);
+	mutex_init(&set->bflush_lock);
 	init_waitqueue_head(&set->meta_wait);
 	init_waitqueue_head(&set->space_wait);
 	spin_lock_init(&set->jlock);
@@ -651,7 +698,8 @@ int bkc_meta_open(struct bkc_set *set)
 	set->journal_delay_ms = BKC_JOURNAL_DELAY_MS;
 	set->bucket_sectors = set->sb.bucket_size >> SECTOR_SHIFT;
 
-	r = bioset_init(&set->bs, BIO_POOL_SIZE, bkc_bio_front_pad(), 0);
+	r = bioset_init(&set->bs, BIO_POOL_SIZE, bkc_bio_front_pad(),
+			BIOSET_NEED_RESCUER);
 	if (r)
 		goto fail;
 	set->bs_ready = true;
@@ -722,9 +770,7 @@ int bkc_meta_open(struct bkc_set *set)
 	for (i = 0; i < BKC_SB_MAX_BDEVS; i++) {
 		if (set->sb.bdev_state[i] != BKC_SLOT_CLEANING)
 			continue;
-		r = bkc_invalidate_dev(set, i);
-		if (!r)
-			r = bkc_set_slot_release(set, i);
+		r = bkc_set_slot_drop(set, i);
 		if (r)
 			bkc_err(bdev, "cannot drop keys of detached device slot %u (%d)",
 				i, r);

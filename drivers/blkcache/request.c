@@ -39,7 +39,7 @@
 #define BKC_SEGS		32
 #define BKC_SEG_WHOLE		0xffff	/* clone of the whole request */
 #define BKC_PROMOTE_MAX		64	/* promotions in flight per set */
-#define BKC_PROMOTE_MAX_BYTES	(1U << 20)
+#define BKC_PROMOTE_MAX_BYTES	(512U << 10)
 #define BKC_SEQ_TIMEOUT		(2 * HZ)
 #define BKC_DIRTY_FULL_PCT	95
 
@@ -79,6 +79,8 @@ enum {
 	RQ_NOINVAL	= 1 << 12,	/* no invalidation needed */
 	RQ_PASS		= 1 << 13,	/* no cache set: plain remap */
 	RQ_WBCOUNT	= 1 << 14,	/* counted in wb.wb_writes */
+	RQ_RELOOKUP	= 1 << 15,	/* a dirty hit went stale: read again */
+	RQ_ACCT		= 1 << 16,	/* I/O accounting started */
 };
 
 struct bkc_req {
@@ -89,6 +91,8 @@ struct bkc_req {
 	atomic_t		pending;
 	blk_status_t		status;
 	u32			flags;
+	unsigned long		rflags;		/* set from end_io: RQ_RELOOKUP */
+	struct bio		*rest;		/* split-off tail, submitted last */
 	u64			lba;
 	u32			sectors;
 	u32			nseg;
@@ -123,6 +127,8 @@ struct bkc_promo {
 
 static struct kmem_cache *bkc_req_cache;
 static mempool_t *bkc_req_pool;
+/* superblock state writes, waited for by the request path */
+static struct workqueue_struct *bkc_state_wq;
 
 static void bkc_dispatch(struct bkc_req *r);
 static void bkc_req_done(struct bkc_req *r);
@@ -134,13 +140,22 @@ unsigned int bkc_bio_front_pad(void)
 
 /* ---- request lifetime ---- */
 
+static void bkc_acct_start(struct bkc_req *r)
+{
+	if (r->flags & RQ_ACCT)
+		return;
+	r->flags |= RQ_ACCT;
+	bkc_acct_start(r);
+}
+
 static void bkc_req_complete(struct bkc_req *r)
 {
 	struct bkc_backing *b = r->b;
 	struct bio *bio = r->bio;
 
 	bio->bi_status = r->status;
-	bio_end_io_acct(bio, r->start);
+	if (r->flags & RQ_ACCT)
+		bio_end_io_acct(bio, r->start);
 	bio_endio(bio);
 	mempool_free(r, bkc_req_pool);
 	percpu_ref_put(&b->inflight);
@@ -179,6 +194,14 @@ static void bkc_clone_endio(struct bio *clone)
 				set_bit(bc->seg, &r->retry);
 			break;
 		case BKC_SEG_HIT_DIRTY:
+			/*
+			 * Written back, invalidated and reused while we read:
+			 * the index now says where the data is.
+			 */
+			if (!st && r->set->core->alloc.b[seg->bucket].gen !=
+			    seg->gen)
+				set_bit(ilog2(RQ_RELOOKUP), &r->rflags);
+			fallthrough;
 		case BKC_SEG_MISS:
 			if (st)
 				bkc_req_error(r, st);
@@ -250,6 +273,15 @@ static void bkc_to_cache(struct bkc_req *r, u32 segno)
 
 /* ---- write epochs (promotion safety) ---- */
 
+/*
+ * A write marks each 64 KiB granule it touches in a hashed slot: an
+ * in-flight count for its whole life, and the epoch (a set-wide counter)
+ * it began and ended at.  A read takes the epoch first, then checks that
+ * no write to its range is in flight; its promotion is inserted only if,
+ * at insert time, none is in flight and no slot carries a newer epoch.
+ * Hash collisions only cost promotions.  Writes too large for the slots
+ * use one set-wide slot that every promotion checks.
+ */
 static struct bkc_epoch_slot *bkc_epoch_slot(struct bkc_set *set, u32 dev,
 					     u64 granule)
 {
@@ -257,46 +289,80 @@ static struct bkc_epoch_slot *bkc_epoch_slot(struct bkc_set *set, u32 dev,
 				    ilog2(BKC_EPOCH_SLOTS))];
 }
 
+static u64 bkc_granules(u64 lba, u32 len)
+{
+	return ((lba + len - 1) >> BKC_EPOCH_SHIFT) -
+		(lba >> BKC_EPOCH_SHIFT) + 1;
+}
+
 #define for_each_granule(g, lba, len) \
 	for ((g) = (lba) >> BKC_EPOCH_SHIFT; \
 	     (g) <= ((lba) + (len) - 1) >> BKC_EPOCH_SHIFT; (g)++)
 
+static void bkc_epoch_stamp(struct bkc_epoch_slot *s, u64 e)
+{
+	s64 old = atomic64_read(&s->epoch);
+
+	while (old < (s64)e) {
+		s64 prev = atomic64_cmpxchg(&s->epoch, old, e);
+
+		if (prev == old)
+			break;
+		old = prev;
+	}
+}
+
+static bool bkc_epoch_big(struct bkc_req *r)
+{
+	return bkc_granules(r->lba, r->sectors) > BKC_EPOCH_SLOTS / 4;
+}
+
 static void bkc_epoch_begin(struct bkc_req *r)
 {
 	struct bkc_set *set = r->set;
+	u32 dev = r->b->dev_id;
 	u64 g, e;
-	u32 n = 0;
 
-	for_each_granule(g, r->lba, r->sectors) {
-		atomic_inc(&bkc_epoch_slot(set, r->b->dev_id, g)->inflight);
-		if (++n == BKC_EPOCH_SLOTS)
-			break;
+	if (bkc_epoch_big(r)) {
+		atomic_inc(&set->big.inflight);
+	} else {
+		for_each_granule(g, r->lba, r->sectors)
+			atomic_inc(&bkc_epoch_slot(set, dev, g)->inflight);
 	}
 	/* in flight before the new epoch: see bkc_read() */
 	smp_mb__after_atomic();
 	e = atomic64_inc_return(&set->epoch);
-	n = 0;
-	for_each_granule(g, r->lba, r->sectors) {
-		WRITE_ONCE(bkc_epoch_slot(set, r->b->dev_id, g)->epoch, e);
-		if (++n == BKC_EPOCH_SLOTS)
-			break;
+	if (bkc_epoch_big(r)) {
+		bkc_epoch_stamp(&set->big, e);
+	} else {
+		for_each_granule(g, r->lba, r->sectors)
+			bkc_epoch_stamp(bkc_epoch_slot(set, dev, g), e);
 	}
 	r->flags |= RQ_EPOCH;
 }
 
 static void bkc_epoch_end(struct bkc_req *r)
 {
-	u64 g;
-	u32 n = 0;
+	struct bkc_set *set = r->set;
+	u32 dev = r->b->dev_id;
+	u64 g, e;
 
 	if (!(r->flags & RQ_EPOCH))
 		return;
 	r->flags &= ~RQ_EPOCH;
-	for_each_granule(g, r->lba, r->sectors) {
-		atomic_dec(&bkc_epoch_slot(r->set, r->b->dev_id, g)->inflight);
-		if (++n == BKC_EPOCH_SLOTS)
-			break;
+	e = atomic64_inc_return(&set->epoch);
+	if (bkc_epoch_big(r)) {
+		bkc_epoch_stamp(&set->big, e);
+		smp_mb__before_atomic();
+		atomic_dec(&set->big.inflight);
+		return;
 	}
+	for_each_granule(g, r->lba, r->sectors)
+		bkc_epoch_stamp(bkc_epoch_slot(set, dev, g), e);
+	/* the stamp before the count drops */
+	smp_mb__before_atomic();
+	for_each_granule(g, r->lba, r->sectors)
+		atomic_dec(&bkc_epoch_slot(set, dev, g)->inflight);
 }
 
 /* Did a write touch [lba, lba + len) since epoch @e, or is one running? */
@@ -306,9 +372,15 @@ static bool bkc_epoch_dirtied(struct bkc_set *set, u32 dev, u64 lba, u32 len,
 	struct bkc_epoch_slot *s;
 	u64 g;
 
+	if (atomic_read(&set->big.inflight) ||
+	    (u64)atomic64_read(&set->big.epoch) > e)
+		return true;
+	if (bkc_granules(lba, len) > BKC_EPOCH_SLOTS / 4)
+		return true;
 	for_each_granule(g, lba, len) {
 		s = bkc_epoch_slot(set, dev, g);
-		if (atomic_read(&s->inflight) || READ_ONCE(s->epoch) > e)
+		if (atomic_read(&s->inflight) ||
+		    (u64)atomic64_read(&s->epoch) > e)
 			return true;
 	}
 	return false;
@@ -378,10 +450,24 @@ static bool bkc_req_trim(struct bkc_req *r, u32 sectors)
 	if (IS_ERR_OR_NULL(split))
 		return false;
 	bio_chain(split, r->bio);
-	submit_bio_noacct(r->bio);
+	r->rest = r->bio;
 	r->bio = split;
 	r->sectors = sectors;
 	return true;
+}
+
+/*
+ * The tail goes in after this request's clones: from a worker it re-enters
+ * bkc_submit_bio() at once, which may wait for a quiesce that waits for
+ * this request.
+ */
+static void bkc_submit_rest(struct bkc_req *r)
+{
+	struct bio *rest = r->rest;
+
+	r->rest = NULL;
+	if (rest)
+		submit_bio_noacct(rest);
 }
 
 static void bkc_read_work(struct work_struct *work);
@@ -392,7 +478,7 @@ static void bkc_req_fail(struct bkc_req *r, blk_status_t st)
 	r->flags |= RQ_PASS;
 	r->nseg = 0;
 	r->flags &= ~RQ_PROMOTE;
-	r->start = bio_start_io_acct(r->bio);
+	bkc_acct_start(r);
 	bkc_req_error(r, st);
 	atomic_set(&r->pending, 1);
 	bkc_req_put(r);
@@ -437,7 +523,7 @@ static void bkc_read(struct bkc_req *r)
 		bkc_req_fail(r, BLK_STS_RESOURCE);
 		return;
 	}
-	r->start = bio_start_io_acct(r->bio);
+	bkc_acct_start(r);
 	bypass = bkc_sequential(r->b, r->bio);
 
 	if (bypass) {
@@ -452,11 +538,13 @@ static void bkc_read(struct bkc_req *r)
 		bkc_stat_inc(r->b, cache_misses, 1);
 		if (READ_ONCE(r->b->sb.cache_mode) != BKC_MODE_NONE &&
 		    atomic_read(&set->promotes) < BKC_PROMOTE_MAX &&
-		    READ_ONCE(set->running))
+		    READ_ONCE(set->running) &&
+		    !bkc_epoch_dirtied(set, r->b->dev_id, r->lba, r->sectors,
+				       r->epoch))
 			r->flags |= RQ_PROMOTE;
 	}
 
-	atomic_set(&r->pending, r->nseg);
+	atomic_set(&r->pending, r->nseg + 1);
 	for (i = 0; i < r->nseg; i++) {
 		struct bkc_seg *seg = &r->seg[i];
 
@@ -465,6 +553,8 @@ static void bkc_read(struct bkc_req *r)
 		else
 			bkc_to_cache(r, i);
 	}
+	bkc_submit_rest(r);
+	bkc_req_put(r);
 }
 
 static void bkc_read_work(struct work_struct *work)
@@ -507,7 +597,10 @@ static int bkc_promo_write(struct bkc_promo *p, u32 from, u32 len,
 	struct bio *bio;
 	int r;
 
-	bio = bio_alloc(p->set->dev.bdev, DIV_ROUND_UP(left, PAGE_SIZE) + 1,
+	bio = bio_alloc(p->set->dev.bdev,
+			min_t(u32, BIO_MAX_VECS,
+			      DIV_ROUND_UP(left + (byte & (PAGE_SIZE - 1)),
+					   PAGE_SIZE)),
 			REQ_OP_WRITE, GFP_NOIO);
 	bio->bi_iter.bi_sector = sector;
 	while (left) {
@@ -691,7 +784,7 @@ static int bkc_mark_dirty(struct bkc_backing *b)
 {
 	if (READ_ONCE(b->sb.state) == BKC_STATE_DIRTY)
 		return 0;
-	queue_work(b->set->wq, &b->state_work);
+	queue_work(bkc_state_wq, &b->state_work);
 	flush_work(&b->state_work);
 	return READ_ONCE(b->sb.state) == BKC_STATE_DIRTY ? 0 : -EIO;
 }
@@ -704,6 +797,9 @@ static void bkc_write(struct bkc_req *r)
 	bool bypass;
 	int ret = -ENOSPC;
 
+	/* a detach in progress writes back; new data must not be dirty */
+	if (mode == BKC_MODE_WRITEBACK && READ_ONCE(b->detaching))
+		mode = BKC_MODE_WRITETHROUGH;
 	bypass = mode == BKC_MODE_NONE || mode == BKC_MODE_WRITEAROUND ||
 		op != REQ_OP_WRITE || !r->sectors ||
 		(mode == BKC_MODE_WRITEBACK && bkc_dirty_full(set));
@@ -727,7 +823,7 @@ static void bkc_write(struct bkc_req *r)
 		}
 		bypass = ret != 0;
 	}
-	r->start = bio_start_io_acct(r->bio);
+	bkc_acct_start(r);
 	if (r->sectors)
 		bkc_epoch_begin(r);
 	if (bypass) {
@@ -741,11 +837,13 @@ static void bkc_write(struct bkc_req *r)
 		r->flags |= RQ_RANGE;
 	}
 
-	atomic_set(&r->pending, r->nseg + !(r->flags & RQ_WB));
+	atomic_set(&r->pending, r->nseg + !(r->flags & RQ_WB) + 1);
 	if (!(r->flags & RQ_WB))
 		bkc_to_backing(r, BKC_SEG_WHOLE, r->lba, r->sectors);
 	for (i = 0; i < r->nseg; i++)
 		bkc_to_cache(r, i);
+	bkc_submit_rest(r);
+	bkc_req_put(r);
 }
 
 /* Writeback data could not be cached: write it around instead. */
@@ -790,6 +888,8 @@ static int bkc_apply(struct bkc_req *r)
 	}
 	if ((r->flags & RQ_WT) &&
 	    !(r->flags & (RQ_CACHE_ERR | RQ_BACK_ERR))) {
+		if (c->alloc.dev_dirty[dev])
+			set_bit(dev, set->flush_devs);
 		for (; r->applied < r->nseg && !ret; r->applied++) {
 			struct bkc_seg *s = &r->seg[r->applied];
 
@@ -803,7 +903,14 @@ static int bkc_apply(struct bkc_req *r)
 			r->applied--;
 		return ret;
 	}
-	/* everything else: forget what the cache holds for the range */
+	/*
+	 * Everything else wrote the backing device and now forgets what the
+	 * cache holds for the range.  If that may be dirty data, the
+	 * backing device must be flushed before the journal entry that
+	 * drops it is written (meta.c).
+	 */
+	if (c->alloc.dev_dirty[dev])
+		set_bit(dev, set->flush_devs);
 	if (!(r->flags & RQ_NOINVAL)) {
 		if (!bkc_btree_lookup(&c->tree, dev, r->lba, r->sectors,
 				      bkc_has_key, NULL))
@@ -951,12 +1058,19 @@ static void bkc_req_done(struct bkc_req *r)
 		r->flags &= ~RQ_FLUSHING;
 		r->bio->bi_opf &= ~REQ_PREFLUSH;
 		if (r->status || !bio_sectors(r->bio)) {
-			r->start = bio_start_io_acct(r->bio);
+			bkc_acct_start(r);
 			bkc_req_complete(r);
 			return;
 		}
 		r->flags &= ~RQ_BACK_ERR;
 		INIT_WORK(&r->work, bkc_dispatch_work);
+		queue_work(r->set->wq, &r->work);
+		return;
+	}
+	if (test_and_clear_bit(ilog2(RQ_RELOOKUP), &r->rflags)) {
+		r->retry = 0;
+		r->flags &= ~RQ_PROMOTE;
+		INIT_WORK(&r->work, bkc_read_work);
 		queue_work(r->set->wq, &r->work);
 		return;
 	}
@@ -997,7 +1111,7 @@ static void bkc_dispatch(struct bkc_req *r)
 static void bkc_passthrough(struct bkc_req *r)
 {
 	r->flags |= RQ_PASS;
-	r->start = bio_start_io_acct(r->bio);
+	bkc_acct_start(r);
 	atomic_set(&r->pending, 1);
 	bkc_to_backing(r, BKC_SEG_WHOLE, r->lba, r->sectors);
 }
@@ -1022,12 +1136,20 @@ void bkc_submit_bio(struct bio *bio)
 		r->flags |= RQ_FUA;
 
 	set = b->set;
-	if (!set || !READ_ONCE(set->running)) {
-		if (READ_ONCE(b->sb.state) == BKC_STATE_DIRTY) {
-			/* its cache holds newer data we cannot reach */
+	if (set && !READ_ONCE(set->running)) {
+		/*
+		 * The cache set failed.  Dirty data may exist only there, and
+		 * writes that skip it would leave it stale for the next
+		 * registration: only reads of a clean device go on.
+		 */
+		if (READ_ONCE(b->sb.state) == BKC_STATE_DIRTY ||
+		    (r->flags & RQ_WRITE)) {
 			bkc_req_fail(r, BLK_STS_IOERR);
 			return;
 		}
+		set = NULL;
+	}
+	if (!set) {
 		bkc_passthrough(r);
 		return;
 	}
@@ -1045,8 +1167,9 @@ int bkc_request_init(void)
 	if (!bkc_req_cache)
 		return -ENOMEM;
 	bkc_req_pool = mempool_create_slab_pool(64, bkc_req_cache);
-	if (!bkc_req_pool) {
-		kmem_cache_destroy(bkc_req_cache);
+	bkc_state_wq = alloc_workqueue("blkcache_state", WQ_MEM_RECLAIM, 0);
+	if (!bkc_req_pool || !bkc_state_wq) {
+		bkc_request_exit();
 		return -ENOMEM;
 	}
 	return 0;
@@ -1054,6 +1177,11 @@ int bkc_request_init(void)
 
 void bkc_request_exit(void)
 {
+	if (bkc_state_wq)
+		destroy_workqueue(bkc_state_wq);
+	bkc_state_wq = NULL;
 	mempool_destroy(bkc_req_pool);
+	bkc_req_pool = NULL;
 	kmem_cache_destroy(bkc_req_cache);
+	bkc_req_cache = NULL;
 }

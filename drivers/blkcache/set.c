@@ -107,10 +107,8 @@ void bkc_set_teardown(struct bkc_set *set)
 	if (set->dead)
 		return;
 	set->dead = true;
-	list_for_each_entry_safe(b, n, &set->backings, set_node) {
-		list_del_init(&b->set_node);
-		WRITE_ONCE(b->set, NULL);
-	}
+	list_for_each_entry_safe(b, n, &set->backings, set_node)
+		bkc_backing_unlink(b);
 	bkc_meta_close(set);
 	list_move_tail(&set->list, &bkc_dead_sets);
 }
@@ -155,6 +153,12 @@ int bkc_set_stop(struct bkc_set *set, bool detach)
 			bkc_backing_teardown(b);
 			ret = ret ?: r;
 		}
+	}
+	if (!list_empty(&set->backings)) {
+		/* dirty data appeared meanwhile: those are draining now */
+		bkc_err(set->dev.bdev,
+			"cannot unregister: a backing device got dirty data; it is being written back");
+		return -EBUSY;
 	}
 	bkc_info(set->dev.bdev, "cache set %pUb %s", set->sb.set_uuid,
 		 detach ? "unregistered" : "stopped");
@@ -225,4 +229,33 @@ int bkc_set_slot_release(struct bkc_set *set, u32 id)
 	static const u8 zero[BKC_UUID_SIZE];
 
 	return bkc_set_sb_commit(set, id, BKC_SLOT_FREE, zero);
+}
+
+/*
+ * Drop every key of slot @id and free the slot: cleaning (durably), the
+ * invalidations, a journal sync so they are durable too, then free.
+ */
+int bkc_set_slot_drop(struct bkc_set *set, u32 id)
+{
+	int r = bkc_set_slot_clean(set, id);
+
+	if (!r)
+		r = bkc_invalidate_dev(set, id);
+	if (!r)
+		r = bkc_journal_sync(set);
+	if (!r)
+		r = bkc_set_slot_release(set, id);
+	return r;
+}
+
+/* Drop the slot still attached to @uuid, if there is one. */
+int bkc_set_slot_drop_uuid(struct bkc_set *set, const u8 *uuid)
+{
+	u32 i;
+
+	for (i = 0; i < BKC_SB_MAX_BDEVS; i++)
+		if (set->sb.bdev_state[i] == BKC_SLOT_ATTACHED &&
+		    !memcmp(set->sb.bdev_uuid[i], uuid, BKC_UUID_SIZE))
+			return bkc_set_slot_drop(set, i);
+	return 0;
 }

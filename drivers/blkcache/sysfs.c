@@ -604,7 +604,10 @@ const struct kobj_type bkc_stats_ktype = {
 
 static void bkc_backing_release(struct kobject *kobj)
 {
-	kfree(to_backing(kobj));
+	struct bkc_backing *b = to_backing(kobj);
+
+	free_percpu(b->stats);
+	kfree(b);
 }
 
 const struct kobj_type bkc_backing_ktype = {
