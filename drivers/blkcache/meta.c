@@ -20,6 +20,7 @@
 #include <linux/kthread.h>
 #include <linux/random.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
@@ -491,6 +492,7 @@ static bool bkc_meta_pending(struct bkc_set *set)
 
 static int bkc_meta_thread(void *arg)
 {
+	unsigned int noio = memalloc_noio_save();
 	struct bkc_set *set = arg;
 	struct bkc_core *c = set->core;
 	unsigned long last_flush = jiffies;
@@ -571,6 +573,7 @@ static int bkc_meta_thread(void *arg)
 	}
 	kvfree(move_buf);
 	kfree(moves);
+	memalloc_noio_restore(noio);
 	return 0;
 }
 

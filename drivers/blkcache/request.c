@@ -353,6 +353,7 @@ static void bkc_epoch_end(struct bkc_req *r)
 	e = atomic64_inc_return(&set->epoch);
 	if (bkc_epoch_big(r)) {
 		bkc_epoch_stamp(&set->big, e);
+		/* the stamp before the count drops */
 		smp_mb__before_atomic();
 		atomic_dec(&set->big.inflight);
 		return;

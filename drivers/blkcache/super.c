@@ -13,7 +13,7 @@ static int bkc_sb_io(struct block_device *bdev, struct page *page,
 	struct bio *bio;
 	int r;
 
-	bio = bio_alloc(bdev, 1, opf | REQ_SYNC | REQ_META, GFP_KERNEL);
+	bio = bio_alloc(bdev, 1, opf | REQ_SYNC | REQ_META, GFP_NOIO);
 	bio->bi_iter.bi_sector = BKC_SB_OFFSET >> SECTOR_SHIFT;
 	__bio_add_page(bio, page, BKC_SB_SIZE, 0);
 	r = submit_bio_wait(bio);
@@ -72,7 +72,7 @@ int bkc_sb_write(struct block_device *bdev, struct bkc_sb_info *sb)
 	struct page *page;
 	int r;
 
-	page = alloc_page(GFP_KERNEL);
+	page = alloc_page(GFP_NOIO);
 	if (!page)
 		return -ENOMEM;
 	sb->seq++;

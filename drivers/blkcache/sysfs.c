@@ -313,8 +313,12 @@ static ssize_t backing_dev_uuid_show(struct kobject *kobj,
 static ssize_t dirty_data_show(struct kobject *kobj,
 			       struct kobj_attribute *attr, char *buf)
 {
-	return bkc_emit_hsize(buf, bkc_backing_dirty_sectors(to_backing(kobj))
-			      << SECTOR_SHIFT);
+	u64 v;
+
+	mutex_lock(&bkc_lock);
+	v = bkc_backing_dirty_sectors(to_backing(kobj));
+	mutex_unlock(&bkc_lock);
+	return bkc_emit_hsize(buf, v << SECTOR_SHIFT);
 }
 
 static ssize_t sequential_cutoff_show(struct kobject *kobj,
@@ -664,26 +668,36 @@ static ssize_t cache_available_percent_show(struct kobject *kobj,
 {
 	struct bkc_set *set = to_set(kobj);
 	struct bkc_alloc *a;
-	u64 cap, used;
+	u64 cap = 0, used = 0;
 
-	if (!set->core)
+	mutex_lock(&bkc_lock);
+	if (set->core) {
+		a = &set->core->alloc;
+		cap = (a->geom.nbuckets - a->geom.first_bucket) *
+			a->geom.bucket_sectors;
+		used = min_t(u64, READ_ONCE(a->live_sectors), cap);
+	}
+	mutex_unlock(&bkc_lock);
+	if (!cap)
 		return -ENODEV;
-	a = &set->core->alloc;
-	cap = (a->geom.nbuckets - a->geom.first_bucket) * a->geom.bucket_sectors;
-	used = min_t(u64, READ_ONCE(a->live_sectors), cap);
-	return sysfs_emit(buf, "%llu\n", cap ? div64_u64((cap - used) * 100,
-							 cap) : 0);
+	return sysfs_emit(buf, "%llu\n", div64_u64((cap - used) * 100, cap));
 }
 
 static ssize_t set_dirty_data_show(struct kobject *kobj,
 				   struct kobj_attribute *attr, char *buf)
 {
 	struct bkc_set *set = to_set(kobj);
+	u64 v = 0;
+	bool up;
 
-	if (!set->core)
+	mutex_lock(&bkc_lock);
+	up = set->core;
+	if (up)
+		v = READ_ONCE(set->core->alloc.dirty_sectors);
+	mutex_unlock(&bkc_lock);
+	if (!up)
 		return -ENODEV;
-	return bkc_emit_hsize(buf, READ_ONCE(set->core->alloc.dirty_sectors)
-			      << SECTOR_SHIFT);
+	return bkc_emit_hsize(buf, v << SECTOR_SHIFT);
 }
 
 static ssize_t journal_delay_ms_show(struct kobject *kobj,
@@ -710,7 +724,12 @@ static ssize_t journal_delay_ms_store(struct kobject *kobj,
 static ssize_t btree_cache_size_show(struct kobject *kobj,
 				     struct kobj_attribute *attr, char *buf)
 {
-	return bkc_emit_hsize(buf, bkc_ncache_bytes(&to_set(kobj)->nc));
+	u64 v;
+
+	mutex_lock(&bkc_lock);
+	v = bkc_ncache_bytes(&to_set(kobj)->nc);
+	mutex_unlock(&bkc_lock);
+	return bkc_emit_hsize(buf, v);
 }
 
 static ssize_t trigger_gc_store(struct kobject *kobj,

@@ -26,6 +26,7 @@
 #include <linux/delay.h>
 #include <linux/kthread.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
@@ -40,6 +41,7 @@
 struct bkc_wb_run {
 	u64	lba;		/* cacheN sector */
 	u32	len;
+	bool	stale;		/* holds data of a reused bucket */
 	void	*buf;
 };
 
@@ -228,7 +230,8 @@ static int bkc_wb_mark_clean(struct bkc_backing *b, struct bkc_wb_ctx *x)
 		r = bkc_core_mark_clean(set->core, &x->keys[i], &seq);
 		if (r == -EAGAIN || r == -ENOSPC) {
 			up_write(&set->lock);
-			r = bkc_meta_wait_space(set, HZ / 10);
+			r = kthread_should_stop() ? -EINTR :
+				bkc_meta_wait_space(set, HZ / 10);
 			down_write(&set->lock);
 			if (r)
 				break;
@@ -296,17 +299,30 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	r = bkc_wb_phase_wait(x);
 	if (r)
 		goto out;
-	/* data moved by GC meanwhile is stale here: leave those keys dirty */
+	/*
+	 * Data whose bucket was reused meanwhile (GC moved it) is not what
+	 * the key meant: such a run is not written and its keys stay dirty.
+	 */
 	down_read(&set->lock);
-	for (k = 0; k < x->nkeys; k++)
-		if (bkc_core_ptr_stale(set->core, &x->keys[k]))
-			x->keys[k].len = 0;
+	for (i = 0, k = 0; i < x->nruns; i++) {
+		u32 first = k;
+		bool stale = false;
+
+		for (off = 0; off < x->runs[i].len; off += x->keys[k++].len)
+			stale |= bkc_core_ptr_stale(set->core, &x->keys[k]);
+		x->runs[i].stale = stale;
+		if (stale)
+			for (; first < k; first++)
+				x->keys[first].ptr |= BKC_KEY_HOLE;
+	}
 	up_read(&set->lock);
 
 	/* write it to the backing device, stripes together */
 	bkc_wb_phase_begin(x);
 	blk_start_plug(&plug);
 	for (i = 0; i < x->nruns; i++) {
+		if (x->runs[i].stale)
+			continue;
 		bkc_wb_io(x, b->dev.bdev, REQ_OP_WRITE,
 			  x->runs[i].lba + b->data_start, x->runs[i].buf,
 			  x->runs[i].len << SECTOR_SHIFT);
@@ -323,7 +339,7 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	}
 	/* a key that GC moved must not be marked clean from the old data */
 	for (k = 0; k < x->nkeys; k++) {
-		if (!x->keys[k].len) {
+		if (bkc_key_hole(&x->keys[k])) {
 			memmove(&x->keys[k], &x->keys[k + 1],
 				(x->nkeys - k - 1) * sizeof(x->keys[0]));
 			x->nkeys--;
@@ -363,12 +379,9 @@ static void bkc_wb_set_clean(struct bkc_backing *b)
 		/* state before count here, count before state in bkc_write() */
 		smp_mb();
 		if (atomic_read(&b->wb.wb_writes) ||
-		    bkc_backing_dirty_sectors(b)) {
+		    bkc_backing_dirty_sectors(b) ||
+		    bkc_sb_write(b->dev.bdev, &b->sb))
 			WRITE_ONCE(b->sb.state, BKC_STATE_DIRTY);
-		} else {
-			WRITE_ONCE(b->sb.state, BKC_STATE_DIRTY);
-			bkc_backing_set_state(b, BKC_STATE_CLEAN);
-		}
 	}
 	mutex_unlock(&b->sb_io);
 }
@@ -380,6 +393,7 @@ static bool bkc_wb_should_wake(struct bkc_backing *b)
 
 static int bkc_wb_thread(void *arg)
 {
+	unsigned int noio = memalloc_noio_save();
 	struct bkc_backing *b = arg;
 	struct bkc_wb *wb = &b->wb;
 	unsigned long last = jiffies, dirty_since = 0, backoff = HZ;
@@ -479,6 +493,7 @@ out:
 			schedule();
 		__set_current_state(TASK_RUNNING);
 	}
+	memalloc_noio_restore(noio);
 	return 0;
 }
 
