@@ -1155,6 +1155,18 @@ static int show(const char *path)
 			       bkc_replacement_name(sb.replacement));
 		else
 			printf("replacement: unknown (%u)\n", sb.replacement);
+		for (i = 0; i < BKC_SB_MAX_BDEVS; i++) {
+			static const char * const slot[] = {
+				"free", "attached", "cleaning"
+			};
+
+			if (!sb.bdev_state[i] && bkc_uuid_is_zero(sb.bdev_uuid[i]))
+				continue;
+			uuid_unparse_lower(sb.bdev_uuid[i], uuid);
+			printf("bdev_slot_%u: %s %s\n", i,
+			       sb.bdev_state[i] < BKC_SLOT_NR ?
+			       slot[sb.bdev_state[i]] : "unknown", uuid);
+		}
 	}
 	if (sb.dev_type != BKC_DEV_CACHE) {
 		printf("data_offset: %llu\n",
