@@ -794,7 +794,8 @@ static void bkc_write(struct bkc_req *r)
 {
 	struct bkc_backing *b = r->b;
 	struct bkc_set *set = r->set;
-	u32 mode = READ_ONCE(b->sb.cache_mode), op = bio_op(r->bio), i;
+	u32 mode = READ_ONCE(b->sb.cache_mode), i;
+	enum req_op op = bio_op(r->bio);
 	bool bypass;
 	int ret = -ENOSPC;
 
