@@ -12,10 +12,12 @@
 #      devices again, mount, the checksums still match;
 #   6. a table comparing /dev/cache0 with the raw devices (also saved as
 #      $BKC_RESULTS/demo-table.txt).
-# ARGS go to make-cache (e.g. --writeback).
+# ARGS go to make-cache (default --writeback, which shows the cache best;
+# e.g. --writethrough).
 . "$BKC_REPO/tests/vm/lib.sh"
 
 MAKE_CACHE_ARGS=("$@")
+[ "${#MAKE_CACHE_ARGS[@]}" -gt 0 ] || MAKE_CACHE_ARGS=(--writeback)
 MNT=/mnt/cache0
 RUNTIME=${DEMO_RUNTIME:-10}
 declare -A R=()
@@ -153,6 +155,10 @@ clear_heads "$BKC_SSD" /dev/md0
 format_and_register
 say "/dev/cache0"
 bench cache /dev/cache0
+log "cache statistics: $(cd /sys/block/cache0/cache/stats_total &&
+	grep . cache_hits cache_misses cache_hit_ratio bypassed | tr '\n' ' ')"
+log "dirty data: $(cat /sys/block/cache0/cache/dirty_data)," \
+	"writeback rate $(cat /sys/block/cache0/cache/writeback_rate)"
 filesystem_flow
 say "blkcache demo results"
 table | tee "$BKC_RESULTS/demo-table.txt"
