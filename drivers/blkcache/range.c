@@ -10,6 +10,8 @@
  * batch announces its LBA range and waits for foreground writes in it to
  * finish, and foreground writes wait for a batch in their range.  Batches
  * are short (a few stripes), so waits are rare and brief.
+ *
+ * bkc_fg_end() may run in a bio's end_io (irq) context.
  */
 #include "bkc.h"
 
@@ -29,13 +31,14 @@ static bool bkc_overlaps(u64 s1, u64 e1, u64 s2, u64 e2)
 
 static bool bkc_fg_may_start(struct bkc_wb *wb, struct bkc_fg_range *r)
 {
+	unsigned long flags;
 	bool ok;
 
-	spin_lock(&wb->lock);
+	spin_lock_irqsave(&wb->lock, flags);
 	ok = !bkc_overlaps(r->start, r->end, wb->batch_start, wb->batch_end);
 	if (ok)
 		list_add_tail(&r->node, &wb->fg);
-	spin_unlock(&wb->lock);
+	spin_unlock_irqrestore(&wb->lock, flags);
 	return ok;
 }
 
@@ -51,12 +54,13 @@ void bkc_fg_begin(struct bkc_backing *b, struct bkc_fg_range *r, u64 lba,
 void bkc_fg_end(struct bkc_backing *b, struct bkc_fg_range *r)
 {
 	struct bkc_wb *wb = &b->wb;
+	unsigned long flags;
 	bool wake;
 
-	spin_lock(&wb->lock);
+	spin_lock_irqsave(&wb->lock, flags);
 	list_del(&r->node);
 	wake = wb->batch_start != wb->batch_end;
-	spin_unlock(&wb->lock);
+	spin_unlock_irqrestore(&wb->lock, flags);
 	if (wake)
 		wake_up_all(&wb->wait);
 }
@@ -64,9 +68,10 @@ void bkc_fg_end(struct bkc_backing *b, struct bkc_fg_range *r)
 static bool bkc_fg_clear(struct bkc_wb *wb)
 {
 	struct bkc_fg_range *r;
+	unsigned long flags;
 	bool clear = true;
 
-	spin_lock(&wb->lock);
+	spin_lock_irqsave(&wb->lock, flags);
 	list_for_each_entry(r, &wb->fg, node) {
 		if (bkc_overlaps(r->start, r->end, wb->batch_start,
 				 wb->batch_end)) {
@@ -74,7 +79,7 @@ static bool bkc_fg_clear(struct bkc_wb *wb)
 			break;
 		}
 	}
-	spin_unlock(&wb->lock);
+	spin_unlock_irqrestore(&wb->lock, flags);
 	return clear;
 }
 
@@ -82,21 +87,23 @@ static bool bkc_fg_clear(struct bkc_wb *wb)
 void bkc_wb_batch_begin(struct bkc_backing *b, u64 start, u64 end)
 {
 	struct bkc_wb *wb = &b->wb;
+	unsigned long flags;
 
-	spin_lock(&wb->lock);
+	spin_lock_irqsave(&wb->lock, flags);
 	wb->batch_start = start;
 	wb->batch_end = end;
-	spin_unlock(&wb->lock);
+	spin_unlock_irqrestore(&wb->lock, flags);
 	wait_event(wb->wait, bkc_fg_clear(wb));
 }
 
 void bkc_wb_batch_end(struct bkc_backing *b)
 {
 	struct bkc_wb *wb = &b->wb;
+	unsigned long flags;
 
-	spin_lock(&wb->lock);
+	spin_lock_irqsave(&wb->lock, flags);
 	wb->batch_start = 0;
 	wb->batch_end = 0;
-	spin_unlock(&wb->lock);
+	spin_unlock_irqrestore(&wb->lock, flags);
 	wake_up_all(&wb->wait);
 }

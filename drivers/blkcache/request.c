@@ -81,6 +81,7 @@ enum {
 	RQ_WBCOUNT	= 1 << 14,	/* counted in wb.wb_writes */
 	RQ_RELOOKUP	= 1 << 15,	/* a dirty hit went stale: read again */
 	RQ_ACCT		= 1 << 16,	/* I/O accounting started */
+	RQ_FAST		= 1 << 17,	/* bypass, nothing to invalidate */
 };
 
 struct bkc_req {
@@ -790,6 +791,11 @@ static int bkc_mark_dirty(struct bkc_backing *b)
 	return READ_ONCE(b->sb.state) == BKC_STATE_DIRTY ? 0 : -EIO;
 }
 
+static int bkc_has_key(void *arg, const struct bkc_key *k, u64 pos, u32 len)
+{
+	return k ? 1 : 0;
+}
+
 static void bkc_write(struct bkc_req *r)
 {
 	struct bkc_backing *b = r->b;
@@ -838,6 +844,22 @@ static void bkc_write(struct bkc_req *r)
 		bkc_fg_begin(b, &r->range, r->lba, r->sectors);
 		r->flags |= RQ_RANGE;
 	}
+	/*
+	 * A bypassed write over a range the cache holds nothing of needs no
+	 * invalidation, so it completes from end_io without the insert
+	 * worker.  Writes that race with it are unordered with it anyway;
+	 * promotions are kept off by its write epoch.
+	 */
+	if ((r->flags & RQ_BYPASS) && r->sectors) {
+		int has;
+
+		down_read(&set->lock);
+		has = bkc_btree_lookup(&set->core->tree, b->dev_id, r->lba,
+				       r->sectors, bkc_has_key, NULL);
+		up_read(&set->lock);
+		if (!has)
+			r->flags |= RQ_NOINVAL | RQ_FAST;
+	}
 
 	atomic_set(&r->pending, r->nseg + !(r->flags & RQ_WB) + 1);
 	if (!(r->flags & RQ_WB))
@@ -857,11 +879,6 @@ static void bkc_fallback_work(struct work_struct *work)
 	r->flags |= RQ_RANGE;
 	atomic_set(&r->pending, 1);
 	bkc_to_backing(r, BKC_SEG_WHOLE, r->lba, r->sectors);
-}
-
-static int bkc_has_key(void *arg, const struct bkc_key *k, u64 pos, u32 len)
-{
-	return k ? 1 : 0;
 }
 
 /* Insert @r's keys or invalidations; called with set->lock held. */
@@ -1083,6 +1100,10 @@ static void bkc_req_done(struct bkc_req *r)
 	}
 	if (r->flags & RQ_PASS) {
 		bkc_req_complete(r);
+		return;
+	}
+	if ((r->flags & (RQ_WRITE | RQ_FAST)) == (RQ_WRITE | RQ_FAST)) {
+		bkc_write_finish(r);
 		return;
 	}
 	if (r->flags & RQ_WRITE) {
