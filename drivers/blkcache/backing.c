@@ -171,7 +171,8 @@ static int bkc_backing_add_disk(struct bkc_backing *b)
 	set_capacity(disk, bdev_nr_sectors(bdev) - b->data_start);
 
 	init_completion(&b->inflight_done);
-	r = percpu_ref_init(&b->inflight, bkc_inflight_release, 0, GFP_KERNEL);
+	r = percpu_ref_init(&b->inflight, bkc_inflight_release,
+			    PERCPU_REF_ALLOW_REINIT, GFP_KERNEL);
 	if (r)
 		return r;
 	b->ref_ready = true;
