@@ -30,7 +30,8 @@ u64 bkc_seq_account(struct bkc_seq *d, u64 sector, u32 sectors, u64 now,
 			s->stamp = now;
 			return s->bytes;
 		}
-		if (s->stamp < victim->stamp)
+		/* an unused slot first, else the least recently used */
+		if (victim->bytes && (!s->bytes || s->stamp < victim->stamp))
 			victim = s;
 	}
 	victim->next = sector + sectors;
