@@ -17,9 +17,10 @@
  * A failed batch marks nothing clean and is retried after a back-off.
  *
  * Pacing: a PI controller (core/ratectl.c) sets the rate from the dirty
- * amount against writeback_percent of the cache; the device goes at full
+ * amount against writeback_percent of the cache (0 once the device has
+ * left writeback mode: its dirty data drains); the device goes at full
  * speed (writeback_rate_max, if set) when it has been idle for a second,
- * when draining for detach, and when writeback_percent is 0.  Below the
+ * when draining for detach, and when the target is 0.  Below the
  * target, data younger than writeback_delay seconds is left alone.
  */
 #include <linux/blkdev.h>
@@ -357,12 +358,15 @@ out:
 
 /* ---- pacing and state ---- */
 
+/* Dirty sectors to aim at: none once the device left writeback mode. */
 static u64 bkc_wb_target(struct bkc_backing *b)
 {
 	struct bkc_alloc *a = &b->set->core->alloc;
 	u64 cap = (a->geom.nbuckets - a->geom.first_bucket) *
 		a->geom.bucket_sectors;
 
+	if (READ_ONCE(b->sb.cache_mode) != BKC_MODE_WRITEBACK)
+		return 0;
 	return div_u64(cap * READ_ONCE(b->wb.percent), 100);
 }
 
