@@ -480,27 +480,35 @@ teardown_cfg() {
 # ---------------------------------------------------------------------------
 # Jobs.
 
-# fio_run NAME ARGS...: runs one fio job on $DEV, JSON in $FIODIR; returns
-# fio's status.
+# fio_run NAME ARGS...: runs one fio job on $DEV, its terse (v3) line in
+# $FIODIR; returns fio's status.
 fio_run() {
 	local name=$1 rc=0
 	shift
-	FIO_JSON=$FIODIR/$CFG-$name.json
+	FIO_OUT=$FIODIR/$CFG-$name.terse
 	timeout -k 10 $((RUNTIME + FILL_CAP + 300)) \
-		fio --output-format=json --output="$FIO_JSON" --name="$name" \
+		fio --output-format=terse --terse-version=3 --output="$FIO_OUT" --name="$name" \
 		--filename="$DEV" --direct=1 --group_reporting "$@" \
 		>"$FIODIR/$CFG-$name.log" 2>&1 || rc=$?
 	[ "$rc" = 0 ] || error "fio $name failed (status $rc): $(tail -n 3 "$FIODIR/$CFG-$name.log" | tr '\n' ' ')"
 	return "$rc"
 }
 
-# jq_fio EXPR: evaluates EXPR on .jobs[0] of the last job's JSON.
-jq_fio() {
-	jq -r ".jobs[0] | $1" "$FIO_JSON"
+# fio_field DIV FIELD...: the sum of the FIELDs of the last job's terse
+# line (group reporting: one line) divided by DIV, rounded.  Terse v3
+# fields used: 8 read IOPS, 47 write KiB, 48 write KiB/s, 49 write IOPS,
+# 50 write runtime (ms).
+fio_field() {
+	local div=$1
+	shift
+	awk -F';' -v div="$div" -v fields="$*" '$1 == 3 {
+		n = split(fields, f, " "); v = 0
+		for (i = 1; i <= n; i++) v += $f[i]
+	} END { printf "%.0f\n", v / div }' "$FIO_OUT"
 }
 
 iops() {
-	jq_fio '(.read.iops + .write.iops) | round'
+	fio_field 1 8 49
 }
 
 job_rand() {
@@ -603,7 +611,8 @@ job_latency() {
 job_seq() {
 	if fio_run seqwrite --ioengine=libaio --rw=write --bs=1M --iodepth=4 \
 		--offset=$SEQ_OFF --size=$SEQ_SIZE --time_based --runtime="$RUNTIME"; then
-		put seqwrite "$(jq_fio '.write.bw_bytes / 1000000 | round')"
+		# KiB/s to MB/s: * 1024 / 10^6
+		put seqwrite "$(fio_field 976.5625 48)"
 	else
 		put seqwrite n/a "fio failed"
 	fi
@@ -625,10 +634,10 @@ job_drain() {
 		put drain_s n/a "fill failed"
 		return
 	fi
-	written=$(jq_fio '.write.io_bytes / 1048576 | round')
+	written=$(fio_field 1024 47)
 	d0=$(dirty_mib)
 	put fill_mib "$written" \
-		"$(jq_fio '.write.runtime / 1000 | round')s at $(jq_fio '.write.iops | round') IOPS"
+		"$(fio_field 1000 50)s at $(fio_field 1 49) IOPS"
 	put drain_dirty_mib "$d0"
 	if [ "$d0" = n/a ]; then
 		put drain_s n/a "dirty data cannot be read"
