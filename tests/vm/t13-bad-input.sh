@@ -93,6 +93,10 @@ snapshot() {
 	local f
 	for f in /sys/block/cache0/cache/* /sys/fs/blkcache/"$set_uuid"/* \
 		/sys/fs/blkcache/"$set_uuid"/cache0/*; do
+		case ${f##*/} in
+		# these move on their own (timers, memory, the rate controller)
+		writeback_rate | writeback_rate_debug | btree_cache_size) continue ;;
+		esac
 		[ -f "$f" ] && printf '%s=%s\n' "$f" "$(cat "$f" 2>/dev/null)"
 	done
 	ls /dev /sys/fs/blkcache
@@ -102,15 +106,32 @@ snapshot() {
 }
 
 long=$(head -c 5000 /dev/zero | tr '\0' x)
-garbage=(garbage "-1" "2" "0" "99999999999999999999999" "$long" $'\x01\x02\x03'
-	"1 1" "11" "writeback2" "$set_uuid-x" "${set_uuid:0:35}")
+# Garbage for every attribute, then what is garbage only for some kinds.
+garbage=(garbage "-1" "99999999999999999999999" "$long" $'\x01\x02\x03'
+	"1 1" "1x" "4.5M" "writeback2" "$set_uuid-x" "${set_uuid:0:35}")
 label_garbage=("$long" "$(head -c 33 /dev/zero | tr '\0' y)" $'bad\x01label')
+extra_garbage() {
+	case ${1##*/} in
+	attach | detach | stop | unregister | clear_stats | trigger_gc |\
+	register | register_quiet)
+		printf '%s\n' 2 0 11 ;;
+	writeback_percent) printf '%s\n' 101 1000 ;;
+	writeback_running) printf '%s\n' 2 11 ;;
+	writeback_delay) printf '%s\n' 3601 ;;
+	writeback_rate_max) printf '%s\n' 100 4095 ;;
+	journal_delay_ms) printf '%s\n' 10001 ;;
+	sequential_cutoff) printf "%s\\n" 2t 99999999t ;;
+	cache_mode) printf '%s\n' none2 Writeback ;;
+	cache_replacement_policy) printf '%s\n' lru2 LRU ;;
+	esac
+}
 before=$(snapshot)
 mapfile -t files < <(find /sys/fs/blkcache /sys/block/cache0/cache/ \
 	-type f -perm -u+w | sort)
 [ "${#files[@]}" -ge 8 ] || fail "found only ${#files[@]} writable files"
 for f in "${files[@]}"; do
 	list=("${garbage[@]}")
+	mapfile -t -O "${#list[@]}" list < <(extra_garbage "$f")
 	[ "${f##*/}" = label ] && list=("${label_garbage[@]}")
 	for g in "${list[@]}"; do
 		if err=$(printf '%s\n' "$g" 2>&1 >"$f"); then
