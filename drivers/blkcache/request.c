@@ -881,46 +881,42 @@ static void bkc_fallback_work(struct work_struct *work)
 	bkc_to_backing(r, BKC_SEG_WHOLE, r->lba, r->sectors);
 }
 
+/* Insert the keys of @r's cache extents not inserted yet. */
+static int bkc_apply_keys(struct bkc_req *r, bool dirty)
+{
+	struct bkc_key k;
+	u64 seq;
+	int ret;
+
+	for (; r->applied < r->nseg; r->applied++) {
+		struct bkc_seg *s = &r->seg[r->applied];
+
+		bkc_key_init(&k, r->b->dev_id, s->lba, s->len, s->bucket,
+			     s->off, s->gen, dirty);
+		ret = bkc_core_insert(r->set->core, &k, &seq);
+		if (ret)
+			return ret;
+		r->jseq = seq;
+	}
+	return 0;
+}
+
 /* Insert @r's keys or invalidations; called with set->lock held. */
 static int bkc_apply(struct bkc_req *r)
 {
 	struct bkc_set *set = r->set;
 	struct bkc_core *c = set->core;
 	u32 dev = r->b->dev_id;
-	struct bkc_key k;
 	u64 lba, seq;
 	int ret = 0;
 
-	if ((r->flags & RQ_WB) && !(r->flags & RQ_CACHE_ERR)) {
-		for (; r->applied < r->nseg && !ret; r->applied++) {
-			struct bkc_seg *s = &r->seg[r->applied];
-
-			bkc_key_init(&k, dev, s->lba, s->len, s->bucket, s->off,
-				     s->gen, true);
-			ret = bkc_core_insert(c, &k, &seq);
-			if (!ret)
-				r->jseq = seq;
-		}
-		if (ret)
-			r->applied--;
-		return ret;
-	}
+	if ((r->flags & RQ_WB) && !(r->flags & RQ_CACHE_ERR))
+		return bkc_apply_keys(r, true);
 	if ((r->flags & RQ_WT) &&
 	    !(r->flags & (RQ_CACHE_ERR | RQ_BACK_ERR))) {
 		if (c->alloc.dev_dirty[dev])
 			set_bit(dev, set->flush_devs);
-		for (; r->applied < r->nseg && !ret; r->applied++) {
-			struct bkc_seg *s = &r->seg[r->applied];
-
-			bkc_key_init(&k, dev, s->lba, s->len, s->bucket, s->off,
-				     s->gen, false);
-			ret = bkc_core_insert(c, &k, &seq);
-			if (!ret)
-				r->jseq = seq;
-		}
-		if (ret)
-			r->applied--;
-		return ret;
+		return bkc_apply_keys(r, false);
 	}
 	/*
 	 * Everything else wrote the backing device and now forgets what the
