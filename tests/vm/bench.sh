@@ -674,6 +674,26 @@ drain_wait_pid() {
 	DRAIN_PID=
 }
 
+# save_stats WHEN: the cache's own counters into stats.txt, for diagnosis
+# (hits, misses, bypass, dirty).  Best effort.
+save_stats() {
+	{
+		echo "== $CFG, after $1"
+		case $CFG in
+		bcache)
+			grep -r . /sys/block/bcache0/bcache/stats_total/
+			echo "dirty_data: $(<"$(bcache_attr dirty_data)")"
+			;;
+		blkcache-*)
+			grep -r . /sys/block/cache0/cache/stats_total/
+			echo "dirty_data: $(<"$(blkcache_attr dirty_data)")"
+			;;
+		dm-writecache) dmsetup status bkc-wc ;;
+		dm-cache) dmsetup status bkc-cache ;;
+		esac
+	} >>"$OUT/stats.txt" 2>&1 || true
+}
+
 # ---------------------------------------------------------------------------
 
 # run_config CFG: set up, every job, tear down; then the drain on a fresh
@@ -690,6 +710,7 @@ run_config() {
 	job_hot
 	job_latency
 	job_seq
+	save_stats "the jobs"
 	if has_drain; then
 		teardown_cfg
 		teardown_all
@@ -698,6 +719,7 @@ run_config() {
 		"setup_$CFG"
 		INFO_OFF=
 		job_drain
+		save_stats "the drain"
 	elif [ "${CFG#raw}" != "$CFG" ]; then
 		put drain_s n/a "no cache"
 	else
