@@ -35,12 +35,16 @@ module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
 SBEDIT := tests/vm/sbedit
+CRASH_IO := tests/vm/crash-io
 
-tools: $(MAKE_CACHE) $(SBEDIT)
+tools: $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO)
 
 $(SBEDIT): tests/vm/sbedit.c drivers/blkcache/core/sb.c tools/lib/crc32c.c \
 		$(MAKE_CACHE_HDR)
 	$(CC) $(USER_CFLAGS) -o $@ $(filter %.c,$^)
+
+$(CRASH_IO): tests/vm/crash-io.c
+	$(CC) $(USER_CFLAGS) -pthread -o $@ $<
 
 $(MAKE_CACHE): $(MAKE_CACHE_SRC) $(MAKE_CACHE_HDR)
 	$(CC) $(USER_CFLAGS) -o $@ $(MAKE_CACHE_SRC) -lblkid -luuid
@@ -62,5 +66,5 @@ demo:
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean >/dev/null 2>&1
-	rm -f $(MAKE_CACHE) $(SBEDIT)
+	rm -f $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO)
 	$(MAKE) -C tests/unit clean 2>/dev/null || true

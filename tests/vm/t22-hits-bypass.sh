@@ -1,0 +1,170 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# timeout: 400
+#
+# Issue 4, hits and bypass, read from stats_total/:
+#   - writeback: 2048 random 4k reads of data just written are 2048 hits
+#     and no miss;
+#   - writethrough: the first read of uncached data is a miss, the read
+#     after its promotion a hit; data written in writethrough reads as hits;
+#   - a 64 MiB sequential 1M write stream is bypassed (bypassed grows by
+#     64M less the first sequential_cutoff, the dirty data by at most that),
+#     the same for a read stream (bypass misses; its tail is not promoted),
+#     for two concurrent streams, and not at all with sequential_cutoff 0;
+#   - clear_stats zeroes every counter.
+# shellcheck disable=SC2119  # make_raid5 takes no arguments here
+. "$BKC_REPO/tests/vm/lib.sh"
+. "$BKC_REPO/tests/vm/verify-lib.sh"
+
+cd /tmp
+MB=1048576
+
+fio_q() {
+	fio --output=/tmp/fio.out --eta=never --filename=/dev/cache0 --direct=1 \
+		--name=job "$@" || { cat /tmp/fio.out; fail "fio $* failed"; }
+}
+
+clear_stats() {
+	echo 1 >"$BATTR/clear_stats" || fail "clear_stats refused"
+}
+
+stats() {
+	local s out=""
+	for s in cache_hits cache_misses cache_bypass_hits cache_bypass_misses \
+		bypassed cache_hit_ratio; do
+		out+="$s=$(stat_get $s) "
+	done
+	echo "$out"
+}
+
+# expect_stat NAME VALUE WHAT
+expect_stat() {
+	[ "$(stat_get "$1")" = "$2" ] ||
+		fail "$3: $1 is $(stat_get "$1"), expected $2 ($(stats))"
+}
+
+bypassed_bytes() {
+	hsize_bytes "$(stat_get bypassed)"
+}
+
+# in_range V LO HI
+in_range() {
+	[ "$1" -ge "$2" ] && [ "$1" -le "$3" ]
+}
+
+avail() {
+	cat "/sys/fs/blkcache/$BKC_SET/cache_available_percent"
+}
+
+bkc_load
+make_raid5
+new_cache --writeback
+[ "$(cat "$BATTR/sequential_cutoff")" = 4.0M ] ||
+	fail "sequential_cutoff is $(cat "$BATTR/sequential_cutoff"), not 4.0M"
+
+# -- writeback: reads after writes are hits ------------------------------
+fio_q --rw=randwrite --bs=4k --size=8m --offset=0 --ioengine=libaio --iodepth=8
+clear_stats
+for s in cache_hits cache_misses cache_bypass_hits cache_bypass_misses \
+	cache_hit_ratio bypassed; do
+	expect_stat $s 0 "after clear_stats"
+done
+fio_q --rw=randread --bs=4k --size=8m --offset=0 --ioengine=libaio --iodepth=8
+expect_stat cache_hits 2048 "writeback: 2048 reads of written data"
+expect_stat cache_misses 0 "writeback: 2048 reads of written data"
+expect_stat cache_hit_ratio 100 "writeback: 2048 reads of written data"
+log "writeback: $(stats)"
+
+# -- writethrough: a miss, promoted, then a hit ---------------------------
+set_mode writethrough
+clear_stats
+fio_q --rw=randread --bs=4k --size=1m --offset=512m --ioengine=psync
+expect_stat cache_misses 256 "writethrough: first read of 256 uncached blocks"
+expect_stat cache_hits 0 "writethrough: first read of 256 uncached blocks"
+# Promotion is asynchronous: give it a moment, then read again.
+passes=1
+while :; do
+	sleep 1
+	clear_stats
+	fio_q --rw=randread --bs=4k --size=1m --offset=512m --ioengine=psync
+	passes=$((passes + 1))
+	[ "$(stat_get cache_hits)" != 256 ] || break
+	[ "$passes" -lt 5 ] ||
+		fail "writethrough: read $passes times, still not all hits ($(stats))"
+done
+expect_stat cache_misses 0 "writethrough: read after promotion"
+log "writethrough: read $passes: all 256 hits ($(stats))"
+fio_q --rw=randwrite --bs=4k --size=4m --offset=600m --ioengine=libaio --iodepth=8
+clear_stats
+fio_q --rw=randread --bs=4k --size=4m --offset=600m --ioengine=libaio --iodepth=8
+expect_stat cache_hits 1024 "writethrough: reads of data written in writethrough"
+expect_stat cache_misses 0 "writethrough: reads of data written in writethrough"
+
+# -- bypass of sequential streams -------------------------------------------
+set_mode writeback
+clear_stats
+d0=$(dirty_sectors)
+a0=$(avail)
+fio_q --rw=write --bs=1m --size=64m --offset=1g --ioengine=psync
+by=$(bypassed_bytes)
+d1=$(dirty_sectors)
+a1=$(avail)
+log "64 MiB write stream: bypassed $(stat_get bypassed), dirty +$(((d1 - d0) / 2048)) MiB," \
+	"cache_available_percent $a0 -> $a1"
+in_range "$by" $((60 * MB - MB / 10)) $((64 * MB)) ||
+	fail "write stream: bypassed $(stat_get bypassed), expected 60M..64M"
+[ $(((d1 - d0) * 512)) -le $((5 * MB)) ] ||
+	fail "write stream: the dirty data grew by $(((d1 - d0) / 2)) KiB, more than the cutoff"
+[ "$a1" -ge $((a0 - 1)) ] ||
+	fail "write stream: cache_available_percent fell from $a0 to $a1"
+
+clear_stats
+a0=$(avail)
+fio_q --rw=read --bs=1m --size=64m --offset=1280m --ioengine=psync
+by=$(bypassed_bytes)
+in_range "$by" $((60 * MB - MB / 10)) $((64 * MB)) ||
+	fail "read stream: bypassed $(stat_get bypassed), expected 60M..64M"
+[ "$(stat_get cache_bypass_misses)" -ge 59 ] ||
+	fail "read stream: only $(stat_get cache_bypass_misses) bypass misses"
+[ "$(stat_get cache_hits)" = 0 ] || fail "read stream: hits on uncached data ($(stats))"
+log "64 MiB read stream: $(stats)"
+sleep 1
+clear_stats
+# The bypassed tail was not promoted: reading it again misses.
+fio_q --rw=randread --bs=4k --size=32m --offset=1312m --io_size=1m --ioengine=psync
+expect_stat cache_hits 0 "random reads in the bypassed read stream"
+[ "$(avail)" -ge $((a0 - 1)) ] ||
+	fail "read stream: cache_available_percent fell from $a0 to $(avail)"
+
+# Two concurrent streams are told apart per task.
+clear_stats
+fio --output=/tmp/fio.out --eta=never --filename=/dev/cache0 --direct=1 --ioengine=psync \
+	--rw=write --bs=1m --size=32m --name=s1 --offset=1408m --name=s2 \
+	--offset=1472m || { cat /tmp/fio.out; fail "two streams failed"; }
+by=$(bypassed_bytes)
+[ "$by" -ge $((56 * MB - MB / 10)) ] ||
+	fail "two concurrent 32 MiB streams: bypassed only $(stat_get bypassed)"
+log "two concurrent 32 MiB streams: bypassed $(stat_get bypassed)"
+
+# sequential_cutoff 0: nothing is bypassed.
+echo 0 >"$BATTR/sequential_cutoff"
+clear_stats
+d0=$(dirty_sectors)
+fio_q --rw=write --bs=1m --size=16m --offset=1536m --ioengine=psync
+expect_stat bypassed 0 "16 MiB stream with sequential_cutoff 0"
+d1=$(dirty_sectors)
+[ $((d1 - d0)) -ge $((16 * 2048)) ] ||
+	fail "sequential_cutoff 0: the dirty data grew by $(((d1 - d0) / 2048)) MiB, not 16"
+echo 4M >"$BATTR/sequential_cutoff"
+
+# -- clear_stats --------------------------------------------------------------
+fio_q --rw=randread --bs=4k --size=4m --offset=0 --ioengine=psync --io_size=256k
+[ "$(stat_get cache_hits)" -gt 0 ] || fail "no hits to clear"
+clear_stats
+for s in cache_hits cache_misses cache_bypass_hits cache_bypass_misses \
+	cache_hit_ratio bypassed; do
+	expect_stat $s 0 "after clear_stats"
+done
+log "clear_stats: $(stats)"
+stop_all
+bkc_unload

@@ -1,0 +1,152 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# timeout: 600
+#
+# Issue 4, crash (b): power cuts that drop unflushed writes (design.md
+# section 4).  The cache device is a memory-backed null_blk with a
+# volatile write cache (configfs cache_size); md0 stays the backing
+# device.  First a self-test: null_blk's power-off must drop a write no
+# flush covered and keep flushed and FUA writes, else the test fails
+# saying so.  Then, in writeback mode, 12 times (or as many as the first
+# argument says) in one boot: the verifying writer (tests/vm/crash-io: FUA writes and
+# fdatasyncs, acknowledged writes logged) runs, the null_blk is powered
+# off at a random moment (all its I/O fails, its unflushed writes are
+# gone), /dev/cache0 and the set are stopped (errors expected, no oops),
+# the null_blk is powered on and both are registered again; then the
+# checks of crash-lib.sh (C1-C3).  Every 4th point and the last drain the
+# dirty data and compare raw md0.
+# shellcheck disable=SC2119  # make_raid5 and stop_raid take no arguments here
+. "$BKC_REPO/tests/vm/lib.sh"
+. "$BKC_REPO/tests/vm/verify-lib.sh"
+. "$BKC_REPO/tests/vm/crash-lib.sh"
+
+cd /tmp
+# The number of power cuts: the first argument (scripts/vm -- t25-... 30),
+# else 12.
+POINTS=${1:-12}
+[[ $POINTS =~ ^[1-9][0-9]*$ ]] || fail "bad number of crash points '$POINTS'"
+
+NB_NAME=bkcssd
+NB=/sys/kernel/config/nullb/$NB_NAME
+CACHE_DEV=/dev/$NB_NAME
+NB_SIZE_MB=512
+NB_CACHE_MB=64
+
+nullb_power() {
+	echo "$1" >"$NB/power" || fail "cannot set $NB/power to $1"
+	if [ "$1" = 1 ]; then
+		wait_for "$CACHE_DEV"
+		[ "$(cat "/sys/block/$NB_NAME/queue/write_cache")" = "write back" ] ||
+			fail "$CACHE_DEV has no volatile write cache after power-on"
+	else
+		wait_gone "/sys/block/$NB_NAME"
+	fi
+}
+
+nullb_create() {
+	need_module null_blk
+	[ -d /sys/kernel/config/nullb ] ||
+		mount -t configfs configfs /sys/kernel/config ||
+		fail "cannot mount configfs"
+	[ -d /sys/kernel/config/nullb ] || fail "no /sys/kernel/config/nullb"
+	mkdir "$NB" || fail "cannot create $NB"
+	on_exit "echo 0 >$NB/power 2>/dev/null; rmdir $NB 2>/dev/null"
+	echo 1 >"$NB/memory_backed"
+	echo "$NB_SIZE_MB" >"$NB/size"
+	echo "$NB_CACHE_MB" >"$NB/cache_size"
+	echo 4096 >"$NB/blocksize"
+	nullb_power 1
+	[ "$(cat "/sys/block/$NB_NAME/queue/fua")" = 1 ] || fail "$CACHE_DEV has no FUA"
+}
+
+# Does a power cut of the null_blk drop exactly the unflushed writes?
+nullb_selftest() {
+	local i
+	head -c 16384 /dev/urandom >/tmp/pat
+	dd if=/tmp/pat of="$CACHE_DEV" bs=4k count=1 oflag=direct status=none
+	dd if=/tmp/pat of="$CACHE_DEV" bs=4k count=1 skip=1 seek=1 \
+		oflag=direct,dsync status=none
+	blockdev --flushbufs "$CACHE_DEV"
+	dd if=/tmp/pat of="$CACHE_DEV" bs=4k count=1 skip=2 seek=2 oflag=direct status=none
+	nullb_power 0
+	nullb_power 1
+	for i in 0 1 2; do
+		cmp -s <(dd if="$CACHE_DEV" bs=4k skip=$i count=1 iflag=direct status=none) \
+			<(dd if=/tmp/pat bs=4k skip=$i count=1 status=none) && echo kept || echo lost
+	done >/tmp/selftest
+	[ "$(tr '\n' ' ' </tmp/selftest)" = "kept kept lost " ] ||
+		fail "null_blk power-off does not behave as a power cut in this kernel" \
+			"(flushed, FUA, unflushed block: $(tr '\n' ' ' </tmp/selftest); expected kept kept lost)"
+	log "null_blk power-off drops unflushed writes and keeps flushed and FUA ones"
+}
+
+# The power cut: everything in flight fails; stop what is left.
+power_cut() {
+	local k=$1 wpid=$2 i rc=0
+	nullb_power 0
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$wpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$wpid" 2>/dev/null; then
+		echo w >/proc/sysrq-trigger
+		fail "crash point $k: the writer still hangs 60s after the power cut (blocked tasks in dmesg)"
+	fi
+	wait "$wpid" || rc=$?
+	cat /tmp/writer.out
+	[ "$rc" = 3 ] || [ "$rc" = 0 ] || fail "crash point $k: the writer failed with status $rc"
+	if [ -e /dev/cache0 ]; then
+		echo 1 >"$BATTR/stop" || log "stop of /dev/cache0 refused after the power cut"
+		wait_gone /dev/cache0 60
+	fi
+	if [ -e "/sys/fs/blkcache/$BKC_SET" ]; then
+		echo 1 >"/sys/fs/blkcache/$BKC_SET/stop" ||
+			log "stop of the set refused after the power cut"
+		wait_gone "/sys/fs/blkcache/$BKC_SET" 60
+	fi
+	check_dmesg || fail "crash point $k: kernel complained after the power cut"
+	nullb_power 1
+}
+
+# one_point K: the writer of epoch K, cut at a random moment, recovered
+# and checked.
+one_point() {
+	local k=$1 args wpid delay i
+	read -r -a args <<<"$(crash_writer_args "$k")"
+	rm -f /tmp/started
+	"$CRASH_IO" write "${args[@]}" --seconds 60 --started /tmp/started \
+		>/tmp/writer.out 2>&1 &
+	wpid=$!
+	for ((i = 0; i < 300; i++)); do
+		[ ! -e /tmp/started ] || break
+		kill -0 "$wpid" 2>/dev/null || { cat /tmp/writer.out; fail "the writer died"; }
+		sleep 0.1
+	done
+	[ -e /tmp/started ] || fail "the writer acknowledged nothing in 30s"
+	delay=$((200 + RANDOM % 2800))
+	sleep "$((delay / 1000)).$(printf '%03d' $((delay % 1000)))"
+	power_cut "$k" "$wpid"
+	log "crash point $k: power cut ${delay} ms into the writer"
+	crash_register
+	crash_check "$k"
+	if [ "$k" = "$POINTS" ]; then
+		crash_drain "$k" last
+	elif [ $((k % 4)) = 0 ]; then
+		crash_drain "$k"
+	fi
+}
+
+bkc_load
+make_raid5
+nullb_create
+nullb_selftest
+new_cache --writeback
+crash_init
+log "seed $CRASH_SEED, $POINTS power cuts, region $CRASH_BLOCKS blocks of 4 KiB," \
+	"cache: null_blk ${NB_SIZE_MB} MiB with a ${NB_CACHE_MB} MiB volatile cache"
+for ((k = 1; k <= POINTS; k++)); do
+	one_point "$k"
+done
+stop_all
+crash_summary
+bkc_unload
