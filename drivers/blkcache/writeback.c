@@ -298,6 +298,16 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 		}
 	}
 	r = bkc_wb_phase_wait(x);
+	/*
+	 * The keys were taken from the index in memory: a key whose journal
+	 * entry is not durable yet may vanish in a power cut, and the older
+	 * (perhaps clean) key it replaced comes back.  Its data must not
+	 * reach the backing device before that entry is durable, or the
+	 * backing device would hold data that the cache, reading the older
+	 * key, does not show.
+	 */
+	if (!r)
+		r = bkc_journal_sync(set);
 	if (r)
 		goto out;
 	/*

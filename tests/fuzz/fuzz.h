@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "key.h"
@@ -44,10 +45,14 @@ static inline void fuzz_geom(struct bkc_geom *g, u32 bucket_bytes, u64 nb)
 	g->set_magic = FUZZ_SET_MAGIC;
 }
 
-static inline void fuzz_check(int cond)
-{
-	if (!cond)
-		abort();
-}
+/* A failed check names itself before the abort that libFuzzer reports. */
+#define fuzz_check(cond)						\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "fuzz_check failed: %s:%d: %s\n",	\
+				__FILE__, __LINE__, #cond);		\
+			abort();					\
+		}							\
+	} while (0)
 
 #endif /* _FUZZ_H */

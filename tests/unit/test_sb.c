@@ -136,6 +136,26 @@ static void test_valid(void)
 		bkc_sb_pack(&out, &raw2);
 		CHECK(!memcmp(&raw, &raw2, sizeof(raw)));
 	}
+
+	/*
+	 * A label with bytes after its NUL (found by fuzz_sb): the label
+	 * ends at the NUL, and decode -> pack -> decode gives the same.
+	 */
+	make_cache(&sb);
+	bkc_sb_pack(&sb, &raw);
+	memcpy(raw.label, "ab\0cd", 5);
+	raw.csum = cpu_to_le32(bkc_sb_csum(&raw));
+	CHECK_EQ(bkc_sb_decode(&raw, DEV_BYTES, &out, &why), 0);
+	CHECK(!strcmp(out.label, "ab"));
+	CHECK(!memcmp(out.label, "ab\0\0\0", 5));
+	{
+		struct bkc_sb_info out2;
+		struct bkc_sb raw2;
+
+		bkc_sb_pack(&out, &raw2);
+		CHECK_EQ(bkc_sb_decode(&raw2, DEV_BYTES, &out2, &why), 0);
+		CHECK(!memcmp(&out, &out2, sizeof(out)));
+	}
 }
 
 static void test_header_errors(void)

@@ -84,7 +84,11 @@ void bkc_sb_pack(const struct bkc_sb_info *sb, struct bkc_sb *raw)
 	raw->csum = cpu_to_le32(bkc_sb_csum(raw));
 }
 
-/* Copies fields without judging them; nr_journal_buckets is clamped. */
+/*
+ * Copies fields without judging them; nr_journal_buckets is clamped and
+ * the label cut at its first NUL, so that packing the result again gives
+ * the same fields.
+ */
 void bkc_sb_unpack(const struct bkc_sb *raw, struct bkc_sb_info *sb)
 {
 	u32 i, nj;
@@ -97,8 +101,9 @@ void bkc_sb_unpack(const struct bkc_sb *raw, struct bkc_sb_info *sb)
 	sb->feature_incompat = le64_to_cpu(raw->feature_incompat);
 	memcpy(sb->uuid, raw->uuid, BKC_UUID_SIZE);
 	memcpy(sb->set_uuid, raw->set_uuid, BKC_UUID_SIZE);
-	memcpy(sb->label, raw->label, BKC_LABEL_SIZE);
-	sb->label[BKC_LABEL_SIZE] = '\0';
+	/* the label ends at its first NUL: bytes after it are not kept */
+	memcpy(sb->label, raw->label, strnlen((const char *)raw->label,
+					      BKC_LABEL_SIZE));
 	sb->dev_type = le32_to_cpu(raw->dev_type);
 	sb->flags = le32_to_cpu(raw->flags);
 	sb->block_size = le32_to_cpu(raw->block_size);
