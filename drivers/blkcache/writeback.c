@@ -10,7 +10,8 @@
  * under one plug.  For each batch:
  *   1. announce the LBA range (range.c), wait for foreground backing
  *      writes in it, and only then look up its dirty keys;
- *   2. read their data from the cache, write it to the backing device;
+ *   2. read their data from the cache, wait until the journal holds
+ *      those keys, write the data to the backing device;
  *   3. flush the backing device;
  *   4. mark clean whatever still maps to the data just written (a newer
  *      write may have replaced it meanwhile: that stays dirty).
