@@ -272,6 +272,8 @@ static inline sector_t bkc_bucket_sector(struct bkc_set *set, u64 bucket,
 
 #define bkc_err(bdev, fmt, ...) \
 	pr_err("blkcache: %pg: " fmt "\n", (bdev), ##__VA_ARGS__)
+#define bkc_err_ratelimited(bdev, fmt, ...) \
+	pr_err_ratelimited("blkcache: %pg: " fmt "\n", (bdev), ##__VA_ARGS__)
 #define bkc_info(bdev, fmt, ...) \
 	pr_info("blkcache: %pg: " fmt "\n", (bdev), ##__VA_ARGS__)
 

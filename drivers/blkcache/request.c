@@ -75,7 +75,6 @@ enum {
 	RQ_CACHE_ERR	= 1 << 8,
 	RQ_BACK_ERR	= 1 << 9,
 	RQ_PROMOTE	= 1 << 10,
-	RQ_FALLBACK	= 1 << 11,	/* cache write failed: write around */
 	RQ_NOINVAL	= 1 << 12,	/* no invalidation needed */
 	RQ_PASS		= 1 << 13,	/* no cache set: plain remap */
 	RQ_WBCOUNT	= 1 << 14,	/* counted in wb.wb_writes */
@@ -870,17 +869,6 @@ static void bkc_write(struct bkc_req *r)
 	bkc_req_put(r);
 }
 
-/* Writeback data could not be cached: write it around instead. */
-static void bkc_fallback_work(struct work_struct *work)
-{
-	struct bkc_req *r = container_of(work, struct bkc_req, work);
-
-	bkc_fg_begin(r->b, &r->range, r->lba, r->sectors);
-	r->flags |= RQ_RANGE;
-	atomic_set(&r->pending, 1);
-	bkc_to_backing(r, BKC_SEG_WHOLE, r->lba, r->sectors);
-}
-
 /* Insert the keys of @r's cache extents not inserted yet. */
 static int bkc_apply_keys(struct bkc_req *r, bool dirty)
 {
@@ -987,6 +975,17 @@ void bkc_insert_work(struct work_struct *work)
 	llist_for_each_entry(r, list, ll) {
 		if ((r->flags & (RQ_WB | RQ_CACHE_ERR)) ==
 		    (RQ_WB | RQ_CACHE_ERR)) {
+			/*
+			 * The data reached neither device.  Writing it around
+			 * now would leave the backing device newer than what
+			 * the cache may still hold for the range, with
+			 * nothing durable to say so if the cache is failing:
+			 * the write fails, the old data stays readable.
+			 */
+			bkc_err_ratelimited(set->dev.bdev,
+					    "writeback write of %u sectors at %llu failed on the cache device",
+					    r->sectors, r->lba);
+			bkc_req_error(r, BLK_STS_IOERR);
 			bkc_release_extents(r);
 			continue;
 		}
@@ -1013,20 +1012,8 @@ void bkc_insert_work(struct work_struct *work)
 		bkc_meta_note_record(set);
 	up_write(&set->lock);
 
-	llist_for_each_entry_safe(r, tmp, list, ll) {
-		if ((r->flags & (RQ_WB | RQ_CACHE_ERR)) ==
-		    (RQ_WB | RQ_CACHE_ERR)) {
-			/* try once more, around the cache */
-			r->flags &= ~(RQ_WB | RQ_CACHE_ERR);
-			r->flags |= RQ_FALLBACK | RQ_BYPASS;
-			r->nseg = 0;
-			r->applied = 0;
-			INIT_WORK(&r->work, bkc_fallback_work);
-			queue_work(set->wq, &r->work);
-			continue;
-		}
+	llist_for_each_entry_safe(r, tmp, list, ll)
 		bkc_write_finish(r);
-	}
 }
 
 /* ---- flushes ---- */
@@ -1103,10 +1090,6 @@ static void bkc_req_done(struct bkc_req *r)
 		return;
 	}
 	if (r->flags & RQ_WRITE) {
-		if (r->flags & RQ_FALLBACK) {
-			/* second round of a failed writeback write */
-			r->flags &= ~RQ_FALLBACK;
-		}
 		if (llist_add(&r->ll, &r->set->done))
 			queue_work(r->set->wq, &r->set->insert_work);
 		return;

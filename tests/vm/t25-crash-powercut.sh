@@ -13,7 +13,7 @@
 # off at a random moment (all its I/O fails, its unflushed writes are
 # gone), /dev/cache0 and the set are stopped (errors expected, no oops),
 # the null_blk is powered on and both are registered again; then the
-# checks of crash-lib.sh (C1-C3).  Every 4th point and the last drain the
+# checks of crash-lib.sh (C1-C3).  Every 2nd point and the last drain the
 # dirty data and compare raw md0.
 # shellcheck disable=SC2119  # make_raid5 and stop_raid take no arguments here
 . "$BKC_REPO/tests/vm/lib.sh"
@@ -131,7 +131,7 @@ one_point() {
 	crash_check "$k"
 	if [ "$k" = "$POINTS" ]; then
 		crash_drain "$k" last
-	elif [ $((k % 4)) = 0 ]; then
+	elif [ $((k % 2)) = 0 ]; then
 		crash_drain "$k"
 	fi
 }
