@@ -914,7 +914,8 @@ static int bkc_apply(struct bkc_req *r)
 	 */
 	if (c->alloc.dev_dirty[dev])
 		set_bit(dev, set->flush_devs);
-	if (!(r->flags & RQ_NOINVAL)) {
+	/* a bypassed write already looked in bkc_write() and found keys */
+	if (!(r->flags & (RQ_NOINVAL | RQ_BYPASS))) {
 		if (!bkc_btree_lookup(&c->tree, dev, r->lba, r->sectors,
 				      bkc_has_key, NULL))
 			r->flags |= RQ_NOINVAL;
