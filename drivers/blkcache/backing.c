@@ -6,6 +6,7 @@
 #include <linux/idr.h>
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 
 #include "bkc.h"
 
@@ -31,13 +32,18 @@ u32 bkc_backing_state(struct bkc_backing *b)
 	return b->sb.state;
 }
 
+/*
+ * Dirty sectors of @b in its set.  Lockless: a moment's staleness is
+ * harmless to every caller (sysfs, writeback pacing, "is there any left",
+ * which each look again before acting on it under the set lock).
+ */
 u64 bkc_backing_dirty_sectors(struct bkc_backing *b)
 {
 	struct bkc_set *set = READ_ONCE(b->set);
 
-	if (!set || !set->core || b->dev_id >= set->core->alloc.ndevs)
+	if (!set || !set->core)
 		return 0;
-	return READ_ONCE(set->core->alloc.dev_dirty[b->dev_id]);
+	return bkc_core_dev_dirty_lockless(set->core, b->dev_id);
 }
 
 /*
@@ -75,28 +81,71 @@ bool bkc_backing_busy(struct bkc_backing *b)
 	return b->disk && disk_openers(b->disk);
 }
 
-/* The superblock fields that change after format time. */
+/*
+ * A change of the superblock fields that change after format time.  Each
+ * field is changed only if its bit is in @fields, and the new state is
+ * decided from the current one under b->sb_io, never from a snapshot
+ * taken before it (a concurrent "dirty" must not be overwritten).
+ */
+enum {
+	BKC_MUT_SET	= 1 << 0,	/* set_uuid := @set_uuid */
+	BKC_MUT_STATE	= 1 << 1,	/* state := @state */
+	BKC_MUT_ATTACH	= 1 << 2,	/* state := dirty stays, else clean */
+	BKC_MUT_DETACH	= 1 << 3,	/* inconsistent stays, else none */
+	BKC_MUT_MODE	= 1 << 4,
+	BKC_MUT_LABEL	= 1 << 5,
+};
+
 struct bkc_sb_mut {
+	u32	fields;
 	u8	set_uuid[BKC_UUID_SIZE];
 	u32	state;
 	u32	cache_mode;
 	char	label[BKC_LABEL_SIZE + 1];
 };
 
-static void bkc_sb_mut_get(const struct bkc_sb_info *sb, struct bkc_sb_mut *m)
+/* The mutable fields of a superblock, to put back after a failed write. */
+struct bkc_sb_saved {
+	u8	set_uuid[BKC_UUID_SIZE];
+	u32	state;
+	u32	cache_mode;
+	char	label[BKC_LABEL_SIZE + 1];
+};
+
+static void bkc_sb_save(const struct bkc_sb_info *sb, struct bkc_sb_saved *o)
 {
-	memcpy(m->set_uuid, sb->set_uuid, BKC_UUID_SIZE);
-	m->state = sb->state;
-	m->cache_mode = sb->cache_mode;
-	memcpy(m->label, sb->label, sizeof(m->label));
+	memcpy(o->set_uuid, sb->set_uuid, BKC_UUID_SIZE);
+	o->state = sb->state;
+	o->cache_mode = sb->cache_mode;
+	memcpy(o->label, sb->label, sizeof(o->label));
 }
 
-static void bkc_sb_mut_put(struct bkc_sb_info *sb, const struct bkc_sb_mut *m)
+static void bkc_sb_restore(struct bkc_sb_info *sb,
+			   const struct bkc_sb_saved *o)
 {
-	memcpy(sb->set_uuid, m->set_uuid, BKC_UUID_SIZE);
-	sb->state = m->state;
-	sb->cache_mode = m->cache_mode;
-	memcpy(sb->label, m->label, sizeof(m->label));
+	memcpy(sb->set_uuid, o->set_uuid, BKC_UUID_SIZE);
+	WRITE_ONCE(sb->state, o->state);
+	WRITE_ONCE(sb->cache_mode, o->cache_mode);
+	memcpy(sb->label, o->label, sizeof(o->label));
+}
+
+static void bkc_sb_apply(struct bkc_sb_info *sb, const struct bkc_sb_mut *m)
+{
+	u32 st = sb->state;
+
+	if (m->fields & BKC_MUT_SET)
+		memcpy(sb->set_uuid, m->set_uuid, BKC_UUID_SIZE);
+	if (m->fields & BKC_MUT_STATE)
+		st = m->state;
+	if ((m->fields & BKC_MUT_ATTACH) && st != BKC_STATE_DIRTY)
+		st = BKC_STATE_CLEAN;
+	if ((m->fields & BKC_MUT_DETACH) && st != BKC_STATE_INCONSISTENT)
+		st = BKC_STATE_NONE;
+	WRITE_ONCE(sb->state, st);
+	if (m->fields & BKC_MUT_MODE)
+		WRITE_ONCE(sb->cache_mode, m->cache_mode);
+	if (m->fields & BKC_MUT_LABEL)
+		memcpy(sb->label, m->label, sizeof(sb->label));
 }
 
 /*
@@ -106,17 +155,32 @@ static void bkc_sb_mut_put(struct bkc_sb_info *sb, const struct bkc_sb_mut *m)
 static int bkc_backing_sb_update(struct bkc_backing *b,
 				 const struct bkc_sb_mut *m)
 {
-	struct bkc_sb_mut old;
+	struct bkc_sb_saved old;
 	int r;
 
 	mutex_lock(&b->sb_io);
-	bkc_sb_mut_get(&b->sb, &old);
-	bkc_sb_mut_put(&b->sb, m);
+	bkc_sb_save(&b->sb, &old);
+	bkc_sb_apply(&b->sb, m);
 	r = bkc_sb_write(b->dev.bdev, &b->sb);
 	if (r)
-		bkc_sb_mut_put(&b->sb, &old);
+		bkc_sb_restore(&b->sb, &old);
 	mutex_unlock(&b->sb_io);
 	return r;
+}
+
+/* Forget the set in the superblock: state none, or @state if given. */
+static int bkc_backing_sb_forget(struct bkc_backing *b, u32 state)
+{
+	struct bkc_sb_mut m = { .fields = BKC_MUT_SET };
+
+	memset(m.set_uuid, 0, BKC_UUID_SIZE);
+	if (state == BKC_STATE_NONE) {
+		m.fields |= BKC_MUT_DETACH;
+	} else {
+		m.fields |= BKC_MUT_STATE;
+		m.state = state;
+	}
+	return bkc_backing_sb_update(b, &m);
 }
 
 /* Record clean/dirty in the superblock; caller holds b->sb_io. */
@@ -210,6 +274,7 @@ int bkc_backing_run(struct bkc_backing *b)
 		return id;
 	}
 	b->id = id;
+	WRITE_ONCE(b->fo_state, BKC_FO_NONE);
 	r = bkc_backing_add_disk(b);
 	if (r) {
 		if (b->disk) {
@@ -250,21 +315,29 @@ static void bkc_backing_stop_disk(struct bkc_backing *b)
 	b->id = -1;
 }
 
-static void bkc_backing_set_bdev(struct bkc_set *set, u32 id,
-				 struct block_device *bdev)
+/*
+ * @b's superblock says "dirty" for @set, which has no slot for it (it was
+ * formatted again, or lost the slot): the dirty data is gone.  Say so,
+ * record "inconsistent" and go on without the set.
+ */
+static void bkc_backing_lost_slot(struct bkc_backing *b, struct bkc_set *set)
 {
-	mutex_lock(&set->bflush_lock);
-	down_write(&set->lock);
-	set->bdevs[id] = bdev;
-	clear_bit(id, set->flush_devs);
-	up_write(&set->lock);
-	mutex_unlock(&set->bflush_lock);
+	int r = bkc_backing_sb_forget(b, BKC_STATE_INCONSISTENT);
+
+	bkc_err(b->dev.bdev,
+		"superblock says its dirty data is in cache set %pUb on %pg, which has no record of this device: that data is lost; marked inconsistent%s",
+		set->sb.set_uuid, set->dev.bdev,
+		r ? " in memory only (superblock write failed)" : "");
+	if (r)
+		WRITE_ONCE(b->sb.state, BKC_STATE_INCONSISTENT);
 }
 
 /*
  * Start using @set: find or take @b's slot (device id) in the set, switch
  * the running device over and start writeback.  Memory only, apart from
- * the cache superblock when a slot is taken.
+ * the cache superblock when a slot is taken.  Returns -ENOENT, having
+ * marked @b inconsistent, if @b's superblock says dirty and @set has no
+ * slot for it.
  */
 int bkc_backing_link(struct bkc_backing *b, struct bkc_set *set)
 {
@@ -272,12 +345,22 @@ int bkc_backing_link(struct bkc_backing *b, struct bkc_set *set)
 	int r;
 
 	lockdep_assert_held(&bkc_lock);
+	if (bkc_set_failed(set)) {
+		bkc_err(b->dev.bdev, "cache set %pUb has failed",
+			set->sb.set_uuid);
+		return -EIO;
+	}
+	if (b->sb.state == BKC_STATE_DIRTY &&
+	    !bkc_set_slot_find(set, b->sb.uuid, &id)) {
+		bkc_backing_lost_slot(b, set);
+		return -ENOENT;
+	}
 	r = bkc_set_slot_get(set, b->sb.uuid, &id);
 	if (r)
 		return r;
 	bkc_backing_quiesce(b);
 	b->dev_id = id;
-	bkc_backing_set_bdev(set, id, b->dev.bdev);
+	WRITE_ONCE(b->fo_state, BKC_FO_NONE);
 	WRITE_ONCE(b->set, set);
 	list_add_tail(&b->set_node, &set->backings);
 	bkc_backing_resume(b);
@@ -294,9 +377,9 @@ static void bkc_backing_unlink_quiesced(struct bkc_backing *b)
 
 	if (!set)
 		return;
-	bkc_backing_set_bdev(set, b->dev_id, NULL);
 	list_del_init(&b->set_node);
 	WRITE_ONCE(b->set, NULL);
+	WRITE_ONCE(b->fo_state, BKC_FO_NONE);
 }
 
 /* Stop writeback and using the set.  Idempotent. */
@@ -320,6 +403,9 @@ void bkc_backing_teardown(struct bkc_backing *b)
 	lockdep_assert_held(&bkc_lock);
 	if (b->dead)
 		return;
+	/* parked requests of a failed set are finished by its failover */
+	if (b->set && bkc_set_failed(b->set))
+		bkc_set_failover(b->set);
 	b->dead = true;
 	bkc_wb_stop(b);
 	bkc_backing_stop_disk(b);
@@ -335,7 +421,7 @@ void bkc_backing_teardown(struct bkc_backing *b)
 /* Record @set in the superblock and link to it; run if not yet running. */
 int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set)
 {
-	struct bkc_sb_mut m;
+	struct bkc_sb_mut m = {};
 	int r;
 
 	lockdep_assert_held(&bkc_lock);
@@ -358,7 +444,7 @@ int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set)
 			set->sb.block_size, b->sb.block_size);
 		return -EINVAL;
 	}
-	if (!set->running) {
+	if (!set->running || bkc_set_failed(set)) {
 		bkc_err(b->dev.bdev, "cache set %pUb has failed",
 			set->sb.set_uuid);
 		return -EIO;
@@ -371,15 +457,17 @@ int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set)
 		r = bkc_set_slot_drop_uuid(set, b->sb.uuid);
 		if (r)
 			return r;
+	} else if (b->sb.state == BKC_STATE_DIRTY &&
+		   !bkc_set_slot_find(set, b->sb.uuid, &b->dev_id)) {
+		bkc_backing_lost_slot(b, set);
+		return -ENOENT;
 	}
 	/* the slot first: a backing sb never names a set without one */
 	r = bkc_set_slot_get(set, b->sb.uuid, &b->dev_id);
 	if (r)
 		return r;
-	bkc_sb_mut_get(&b->sb, &m);
+	m.fields = BKC_MUT_SET | BKC_MUT_ATTACH;
 	memcpy(m.set_uuid, set->sb.set_uuid, BKC_UUID_SIZE);
-	if (m.state != BKC_STATE_DIRTY)
-		m.state = BKC_STATE_CLEAN;
 	r = bkc_backing_sb_update(b, &m);
 	if (r)
 		return r;
@@ -401,7 +489,6 @@ static int bkc_backing_detach_now(struct bkc_backing *b)
 {
 	struct bkc_set *set = b->set;
 	u32 id = b->dev_id;
-	struct bkc_sb_mut m;
 	int r;
 
 	if (set) {
@@ -417,11 +504,9 @@ static int bkc_backing_detach_now(struct bkc_backing *b)
 		if (r)
 			goto fail;
 	}
-	bkc_sb_mut_get(&b->sb, &m);
-	memset(m.set_uuid, 0, BKC_UUID_SIZE);
-	if (m.state != BKC_STATE_INCONSISTENT)
-		m.state = BKC_STATE_NONE;
-	r = bkc_backing_sb_update(b, &m);
+	/* a device whose dirty data died with its set stays inconsistent */
+	r = bkc_backing_sb_forget(b, b->set_lost ? BKC_STATE_INCONSISTENT :
+				  BKC_STATE_NONE);
 	if (r)
 		goto fail;
 	if (set) {
@@ -473,10 +558,12 @@ int bkc_backing_detach(struct bkc_backing *b)
 	int r;
 
 	lockdep_assert_held(&bkc_lock);
+	if (b->set && bkc_set_failed(b->set))
+		bkc_set_failover(b->set);
 	if (!b->set && b->sb.state == BKC_STATE_NONE)
 		return 0;
 	if (!b->set) {
-		if (b->sb.state == BKC_STATE_DIRTY) {
+		if (b->sb.state == BKC_STATE_DIRTY && !b->set_lost) {
 			bkc_err(b->dev.bdev,
 				"cannot detach: its dirty data is in cache set %pUb, which is not registered",
 				b->sb.set_uuid);
@@ -501,24 +588,20 @@ int bkc_backing_detach(struct bkc_backing *b)
 
 int bkc_backing_set_mode(struct bkc_backing *b, u32 mode)
 {
-	struct bkc_sb_mut m;
+	struct bkc_sb_mut m = { .fields = BKC_MUT_MODE, .cache_mode = mode };
 
 	lockdep_assert_held(&bkc_lock);
 	if (b->sb.cache_mode == mode)
 		return 0;
-	bkc_sb_mut_get(&b->sb, &m);
-	m.cache_mode = mode;
 	return bkc_backing_sb_update(b, &m);
 }
 
 int bkc_backing_set_label(struct bkc_backing *b, const char *label,
 			  size_t len)
 {
-	struct bkc_sb_mut m;
+	struct bkc_sb_mut m = { .fields = BKC_MUT_LABEL };
 
 	lockdep_assert_held(&bkc_lock);
-	bkc_sb_mut_get(&b->sb, &m);
-	memset(m.label, 0, sizeof(m.label));
 	memcpy(m.label, label, len);
 	if (!strcmp(m.label, b->sb.label))
 		return 0;
@@ -566,6 +649,8 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 	INIT_WORK(&b->state_work, bkc_backing_state_work);
 	INIT_WORK(&b->detach_work, bkc_backing_detach_work);
 	init_waitqueue_head(&b->quiesce_wait);
+	spin_lock_init(&b->fo_lock);
+	INIT_LIST_HEAD(&b->fo_parked);
 	bkc_wb_init(b);
 	list_add_tail(&b->list, &bkc_backings);
 
@@ -607,7 +692,7 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 			return 0;
 		}
 		r = bkc_backing_link(b, set);
-		if (r)
+		if (r && r != -ENOENT)
 			goto fail;
 	}
 	r = bkc_backing_run(b);
@@ -618,4 +703,176 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 fail:
 	bkc_backing_teardown(b);
 	return r;
+}
+
+/* ---- cache set failure (fail.c) ---- */
+
+struct bkc_lost_walk {
+	struct bkc_lost	*out;		/* NULL: count only */
+	u32		cap;
+	u32		nr;
+	u64		bytes;
+	u64		end;		/* of the last range, bytes */
+	u32		shift;		/* sector to byte */
+};
+
+static int bkc_lost_key(void *arg, const struct bkc_key *k)
+{
+	struct bkc_lost_walk *w = arg;
+	u64 start, len;
+
+	if (!bkc_key_dirty(k))
+		return 0;
+	start = bkc_pos_lba(k->pos) << w->shift;
+	len = (u64)k->len << w->shift;
+	w->bytes += len;
+	if (w->nr && w->end == start) {
+		if (w->out)
+			w->out[w->nr - 1].len += len;
+	} else {
+		if (w->out && w->nr == w->cap)
+			return 1;
+		if (w->out) {
+			w->out[w->nr].start = start;
+			w->out[w->nr].len = len;
+		}
+		w->nr++;
+	}
+	w->end = start + len;
+	return 0;
+}
+
+/*
+ * Record which ranges of /dev/cacheN had dirty data in the failed @set:
+ * the dirty keys of @b in the index in memory (the failed device is not
+ * read; nodes holding dirty keys are never evicted, ncache.c, so the walk
+ * normally sees them all).
+ */
+static void bkc_backing_collect_lost(struct bkc_backing *b,
+				     struct bkc_set *set)
+{
+	u64 from = bkc_pos(b->dev_id, 0), to = bkc_pos(b->dev_id + 1, 0);
+	struct bkc_lost_walk w = { .shift = SECTOR_SHIFT };
+	int r;
+
+	kvfree(b->lost);
+	b->lost = NULL;
+	b->nr_lost = 0;
+	b->lost_bytes = 0;
+	down_read(&set->lock);
+	r = bkc_core_iter(set->core, from, to, false, bkc_lost_key, &w);
+	if (r >= 0 && w.nr) {
+		w.out = kvmalloc_array(w.nr, sizeof(*w.out), GFP_KERNEL);
+		if (w.out) {
+			w.cap = w.nr;
+			w.nr = 0;
+			w.bytes = 0;
+			r = bkc_core_iter(set->core, from, to, false,
+					  bkc_lost_key, &w);
+		} else {
+			r = -ENOMEM;
+		}
+	}
+	up_read(&set->lock);
+	b->lost = w.out;
+	b->nr_lost = w.out ? w.nr : 0;
+	b->lost_bytes = w.bytes;
+	b->lost_partial = r < 0 || r == 1;
+}
+
+#define BKC_LOST_LOG_MAX	32
+
+static void bkc_backing_report_lost(struct bkc_backing *b, const char *disk)
+{
+	u32 i;
+
+	for (i = 0; i < b->nr_lost && i < BKC_LOST_LOG_MAX; i++)
+		bkc_err(b->dev.bdev, "lost dirty data of %s: bytes %llu-%llu (%llu bytes)",
+			disk, b->lost[i].start,
+			b->lost[i].start + b->lost[i].len - 1, b->lost[i].len);
+	if (b->nr_lost > BKC_LOST_LOG_MAX || b->lost_partial)
+		bkc_err(b->dev.bdev, "%s%u lost ranges, %llu bytes in all: see lost_dirty",
+			b->lost_partial ? "at least " : "", b->nr_lost,
+			b->lost_bytes);
+}
+
+/*
+ * @set failed: carry on without it.  Caller holds bkc_lock (fail.c).
+ * Without dirty data (and stop_when_cache_set_failed "auto"), the
+ * superblock forgets the set and /dev/cacheN goes on in passthrough;
+ * otherwise the lost ranges are recorded and /dev/cacheN stops, the
+ * device staying registered for `running`.
+ */
+void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
+{
+	char disk[DISK_NAME_LEN] = "";
+	u64 dirty;
+	int r;
+
+	lockdep_assert_held(&bkc_lock);
+	down_read(&set->lock);
+	dirty = bkc_core_dev_dirty(set->core, b->dev_id);
+	up_read(&set->lock);
+	if (b->disk)
+		strscpy(disk, b->disk->disk_name, sizeof(disk));
+
+	if (!dirty && !b->stop_always) {
+		r = bkc_backing_sb_forget(b, BKC_STATE_NONE);
+		bkc_req_failover(b, BKC_FO_PASS);
+		bkc_backing_unlink(b);
+		b->detaching = false;
+		bkc_err(b->dev.bdev,
+			"cache set %pUb on %pg failed: %s runs without a cache, no dirty data was lost%s",
+			set->sb.set_uuid, set->dev.bdev, disk,
+			r ? " (its superblock could not be updated)" : "");
+		return;
+	}
+	if (dirty)
+		bkc_backing_collect_lost(b, set);
+	bkc_req_failover(b, BKC_FO_DEAD);
+	bkc_backing_stop_disk(b);
+	bkc_backing_unlink(b);
+	b->detaching = false;
+	b->set_lost = dirty != 0;
+	if (!dirty) {
+		bkc_err(b->dev.bdev,
+			"cache set %pUb on %pg failed: %s stopped (stop_when_cache_set_failed is always); no dirty data was lost",
+			set->sb.set_uuid, set->dev.bdev, disk);
+		return;
+	}
+	bkc_err(b->dev.bdev,
+		"cache set %pUb on %pg failed holding %llu bytes of dirty data of %s: %s stopped; write 1 to running to start it without that data",
+		set->sb.set_uuid, set->dev.bdev, dirty << SECTOR_SHIFT, disk,
+		disk);
+	bkc_backing_report_lost(b, disk);
+}
+
+/*
+ * `running`: start @b without the cache set its superblock names (missing
+ * or failed), on the admin's word.  Its superblock then records
+ * "inconsistent" and names no set any more, so that the old keys are
+ * never trusted again.  Caller holds bkc_lock.
+ */
+int bkc_backing_force_run(struct bkc_backing *b)
+{
+	u8 old_set[BKC_UUID_SIZE];
+	u32 old = b->sb.state;
+	int r;
+
+	lockdep_assert_held(&bkc_lock);
+	if (b->set && bkc_set_failed(b->set))
+		bkc_set_failover(b->set);
+	if (b->disk || b->set)
+		return 0;
+	if (old != BKC_STATE_CLEAN && old != BKC_STATE_DIRTY)
+		return bkc_backing_run(b);
+	memcpy(old_set, b->sb.set_uuid, BKC_UUID_SIZE);
+	r = bkc_backing_sb_forget(b, BKC_STATE_INCONSISTENT);
+	if (r)
+		return r;
+	bkc_err(b->dev.bdev,
+		"started without cache set %pUb on request: marked inconsistent%s",
+		old_set, old == BKC_STATE_DIRTY ?
+		", the dirty data it held is lost" : ", no dirty data was lost");
+	return bkc_backing_run(b);
 }

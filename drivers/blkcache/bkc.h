@@ -10,6 +10,16 @@
  *                       <backing-dev>/cache/ sysfs directory and, while
  *                       running, the /dev/cacheN disk stacked on it.
  *
+ * Failure (fail.c)
+ *   A cache set fails on its first failed metadata write, or when its
+ *   decaying count of cache-device I/O errors passes io_error_limit.
+ *   bkc_set_fail() may be called in any context; it stops all metadata
+ *   work and queues the failover, which (under bkc_lock) moves every
+ *   attached backing device either to passthrough (no dirty data) or to
+ *   a stop with the lost ranges recorded.  Requests that need the set in
+ *   between are parked on their backing device (request.c) and finished
+ *   by the failover.
+ *
  * Locking
  *   bkc_lock (a mutex) protects the global lists, set<->backing links,
  *   superblock rewrites and every state change.  It is never taken in the
@@ -70,6 +80,11 @@ struct bkc_jsync {
 	int			err;
 };
 
+/* set->fflags */
+enum {
+	BKC_SET_FAILED,		/* no more cache I/O; failover queued */
+};
+
 /* meta thread kick bits (set->mflags) */
 enum {
 	BKC_M_COMMIT,		/* commit the open journal entry now */
@@ -115,10 +130,15 @@ struct bkc_set {
 	wait_queue_head_t	space_wait;
 	atomic_t		space_waiters;
 
-	/* completed data writes waiting for their keys */
-	struct workqueue_struct	*wq;
+	/*
+	 * Completed data writes waiting for their keys, on a workqueue of
+	 * their own: items on @wq may block until requests drain, which
+	 * needs the insert worker, also when only the rescuers run.
+	 */
+	struct workqueue_struct	*insert_wq;
 	struct llist_head	done;
 	struct work_struct	insert_work;
+	struct workqueue_struct	*wq;		/* everything else */
 
 	/* promotion safety */
 	atomic64_t		epoch;
@@ -126,14 +146,37 @@ struct bkc_set {
 	struct bkc_epoch_slot	big;		/* writes too large for slots */
 	atomic_t		promotes;	/* promotions in flight */
 
-	/* backing devices to flush before the next commit (by dev id) */
-	unsigned long		flush_devs[BITS_TO_LONGS(BKC_SB_MAX_BDEVS)];
-	struct block_device	*bdevs[BKC_SB_MAX_BDEVS];	/* by dev id */
-	struct mutex		bflush_lock;	/* bdevs[] vs their flushes */
+	/* writes to flush the backing device for before they apply */
+	struct llist_head	bflush;
+	struct work_struct	bflush_work;
 
 	struct bio_set		bs;		/* clones onto the cache device */
 	bool			bs_ready;
-	atomic_t		io_errors;
+
+	/* failure policy (fail.c) */
+	unsigned long		fflags;
+	const char		*fail_why;	/* first reason, static string */
+	int			fail_err;	/* its errno */
+	struct work_struct	fail_work;
+	bool			failed_over;	/* under bkc_lock */
+	atomic_t		io_errors;	/* every error since registration */
+	spinlock_t		err_lock;	/* errs */
+	struct bkc_decount	errs;		/* decaying count */
+	u32			io_error_limit;
+	u32			io_error_halflife;	/* seconds; 0: no decay */
+};
+
+/* A range of /dev/cacheN whose dirty data was lost with its cache set. */
+struct bkc_lost {
+	u64	start;		/* bytes */
+	u64	len;
+};
+
+/* Failover of a backing device whose cache set failed (fo_state). */
+enum {
+	BKC_FO_NONE,		/* the set works (or failed: failover pending) */
+	BKC_FO_PASS,		/* no dirty data: passthrough */
+	BKC_FO_DEAD,		/* dirty data lost: every request fails */
 };
 
 /* Per-CPU request statistics of a backing device. */
@@ -187,6 +230,17 @@ struct bkc_backing {
 	/* writeback (writeback.c) and its exclusion with foreground writes */
 	struct bkc_wb		wb;
 
+	/* cache set failure (fail.c, request.c) */
+	spinlock_t		fo_lock;	/* fo_state, fo_parked */
+	u8			fo_state;	/* BKC_FO_*; READ_ONCE */
+	struct list_head	fo_parked;	/* requests waiting for failover */
+	bool			stop_always;	/* stop_when_cache_set_failed */
+	bool			set_lost;	/* its set failed with dirty data */
+	struct bkc_lost		*lost;		/* lost_dirty, sorted, merged */
+	u32			nr_lost;
+	bool			lost_partial;	/* index not fully readable */
+	u64			lost_bytes;
+
 	bool			kobj_added;
 	bool			dead;
 };
@@ -209,11 +263,27 @@ struct bkc_set *bkc_set_find(const u8 *set_uuid);
 int bkc_set_register(struct bkc_bdev *dev, struct bkc_sb_info *sb);
 void bkc_set_teardown(struct bkc_set *set);
 int bkc_set_stop(struct bkc_set *set, bool detach);
+bool bkc_set_slot_find(struct bkc_set *set, const u8 *uuid, u32 *id);
 int bkc_set_slot_get(struct bkc_set *set, const u8 *uuid, u32 *id);
 int bkc_set_slot_clean(struct bkc_set *set, u32 id);
 int bkc_set_slot_release(struct bkc_set *set, u32 id);
 int bkc_set_slot_drop(struct bkc_set *set, u32 id);
 int bkc_set_slot_drop_uuid(struct bkc_set *set, const u8 *uuid);
+
+/* fail.c: cache-device errors and set failure */
+void bkc_set_fail_init(struct bkc_set *set);
+void bkc_set_io_error(struct bkc_set *set, int err, const char *what);
+void bkc_set_fail(struct bkc_set *set, const char *why, int err);
+void bkc_set_failover(struct bkc_set *set);
+void bkc_set_fail_cancel(struct bkc_set *set);
+int bkc_fail_init(void);
+void bkc_fail_exit(void);
+void bkc_park_queue(struct work_struct *work);
+
+static inline bool bkc_set_failed(const struct bkc_set *set)
+{
+	return test_bit(BKC_SET_FAILED, &set->fflags);
+}
 
 /* meta.c: the metadata runtime of a set */
 int bkc_meta_open(struct bkc_set *set);
@@ -226,6 +296,8 @@ int bkc_meta_wait_space(struct bkc_set *set, long timeout);
 void bkc_meta_note_record(struct bkc_set *set);
 int bkc_meta_io(struct bkc_set *set, blk_opf_t opf, u64 sector, void *buf,
 		u32 len);
+int bkc_cache_sb_write(struct bkc_set *set);
+void bkc_journal_fail(struct bkc_set *set);
 int bkc_invalidate_dev(struct bkc_set *set, u32 dev_id);
 
 /* backing.c */
@@ -243,6 +315,8 @@ int bkc_backing_set_state(struct bkc_backing *b, u32 state);
 bool bkc_backing_busy(struct bkc_backing *b);
 u32 bkc_backing_state(struct bkc_backing *b);
 u64 bkc_backing_dirty_sectors(struct bkc_backing *b);
+int bkc_backing_force_run(struct bkc_backing *b);
+void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set);
 void bkc_backing_enter(struct bkc_backing *b);
 void bkc_backing_clean(struct bkc_backing *b);
 
@@ -250,6 +324,8 @@ void bkc_backing_clean(struct bkc_backing *b);
 void bkc_submit_bio(struct bio *bio);
 unsigned int bkc_bio_front_pad(void);
 void bkc_insert_work(struct work_struct *work);
+void bkc_bflush_work(struct work_struct *work);
+void bkc_req_failover(struct bkc_backing *b, u8 state);
 int bkc_request_init(void);
 void bkc_request_exit(void);
 

@@ -55,6 +55,8 @@ void bkc_reap(void)
 			bkc_bdev_close(&b->dev);
 			kobject_put(&b->kobj);
 		} else if (set) {
+			/* it checks ->dead under bkc_lock, then does nothing */
+			bkc_set_fail_cancel(set);
 			if (set->cdev_kobj_added)
 				kobject_del(&set->cdev_kobj);
 			kobject_put(&set->cdev_kobj);
@@ -214,6 +216,7 @@ static void bkc_module_teardown(void)
 	if (bkc_major > 0) {
 		unregister_blkdev(bkc_major, "blkcache");
 		bkc_request_exit();
+		bkc_fail_exit();
 	}
 	bkc_major = 0;
 }
@@ -222,13 +225,19 @@ static int __init bkc_init(void)
 {
 	int r;
 
-	r = bkc_request_init();
+	r = bkc_fail_init();
 	if (r)
 		return r;
+	r = bkc_request_init();
+	if (r) {
+		bkc_fail_exit();
+		return r;
+	}
 	r = register_blkdev(0, "blkcache");
 	if (r < 0) {
 		pr_err("blkcache: cannot register a block major (%d)\n", r);
 		bkc_request_exit();
+		bkc_fail_exit();
 		return r;
 	}
 	bkc_major = r;

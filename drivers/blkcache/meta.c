@@ -42,15 +42,20 @@ static struct page *bkc_buf_page(void *p)
 
 /*
  * Read or write @len bytes of @buf (kmalloc'ed or vmalloc'ed) at @sector
- * of the cache device, waiting for completion.
+ * of the cache device, waiting for completion.  Every error is a cache
+ * device error (fail.c); a failed write with REQ_META fails the set at
+ * once.  A failed set is never touched again: -EIO without I/O.
  */
 int bkc_meta_io(struct bkc_set *set, blk_opf_t opf, u64 sector, void *buf,
 		u32 len)
 {
 	bool write = op_is_write(opf), vm = is_vmalloc_addr(buf);
+	u64 start = sector;
 	u8 *p = buf;
 	int r = 0;
 
+	if (bkc_set_failed(set))
+		return -EIO;
 	if (vm && write)
 		flush_kernel_vmap_range(buf, len);
 	while (len && !r) {
@@ -76,9 +81,30 @@ int bkc_meta_io(struct bkc_set *set, blk_opf_t opf, u64 sector, void *buf,
 	if (vm && !write)
 		invalidate_kernel_vmap_range(buf, p - (u8 *)buf);
 	if (r) {
-		atomic_inc(&set->io_errors);
-		bkc_err(set->dev.bdev, "metadata %s at sector %llu failed (%d)",
-			write ? "write" : "read", sector, r);
+		bkc_set_io_error(set, r, !(opf & REQ_META) ? (write ?
+				 "data move write" : "data move read") :
+				 write ? "metadata write" : "metadata read");
+		bkc_err_ratelimited(set->dev.bdev,
+				    "%s of %u bytes at sector %llu failed (%d)",
+				    write ? "write" : "read",
+				    (u32)(p - (u8 *)buf) + len, start, r);
+		if (write && (opf & REQ_META))
+			bkc_set_fail(set, "a metadata write failed", r);
+	}
+	return r;
+}
+
+/* Write the cache superblock; a failure fails the set. */
+int bkc_cache_sb_write(struct bkc_set *set)
+{
+	int r;
+
+	if (bkc_set_failed(set))
+		return -EIO;
+	r = bkc_sb_write(set->dev.bdev, &set->sb);
+	if (r) {
+		bkc_set_io_error(set, r, "superblock write");
+		bkc_set_fail(set, "the superblock write failed", r);
 	}
 	return r;
 }
@@ -121,6 +147,12 @@ static void bkc_journal_wake(struct bkc_set *set, bool fail)
 	}
 }
 
+/* The set failed: every journal waiter gets -EIO. */
+void bkc_journal_fail(struct bkc_set *set)
+{
+	bkc_journal_wake(set, true);
+}
+
 /*
  * Call @jw->fn once journal entry @seq is durable: at once if it already
  * is, else from the meta thread after the commit.
@@ -150,12 +182,10 @@ void bkc_journal_wait(struct bkc_set *set, struct bkc_jwait *jw, u64 seq)
  */
 u64 bkc_journal_flush_seq(struct bkc_set *set)
 {
-	struct bkc_journal *j = &set->core->journal;
 	u64 seq;
 
-	/* an empty open entry: the one before may still be in flight */
 	down_read(&set->lock);
-	seq = bkc_journal_empty(j) ? j->seq - 1 : j->seq;
+	seq = bkc_core_flush_seq(set->core);
 	up_read(&set->lock);
 	return seq;
 }
@@ -216,42 +246,19 @@ int bkc_meta_wait_space(struct bkc_set *set, long timeout)
 /* ---- commits, node writes, tables ---- */
 
 /*
- * Flush the backing devices whose dirty data the open journal entry
- * drops (request.c sets the bits).  bflush_lock keeps the devices from
- * being released meanwhile.
- */
-static void bkc_flush_backings(struct bkc_set *set,
-			       unsigned long *devs)
-{
-	u32 id;
-
-	mutex_lock(&set->bflush_lock);
-	for_each_set_bit(id, devs, BKC_SB_MAX_BDEVS)
-		if (set->bdevs[id])
-			blkdev_issue_flush(set->bdevs[id]);
-	mutex_unlock(&set->bflush_lock);
-}
-
-/*
  * Commit the open journal entry.  Returns 0, -EAGAIN when nothing was
- * needed, -ENOSPC/-EBUSY when nodes must be written first, or -EIO.
+ * needed, -ENOSPC/-EBUSY when nodes must be written first, or the errno
+ * of a failed write (the set has failed then).  Records that drop dirty
+ * data of a backing device are only added once that device has been
+ * flushed (request.c), so a commit never needs a backing flush.
  */
 static int bkc_commit(struct bkc_set *set)
 {
-	unsigned long devs[BITS_TO_LONGS(BKC_SB_MAX_BDEVS)];
 	struct bkc_core *c = set->core;
 	struct bkc_journal_write w;
 	int r;
 
-	for (;;) {
-		down_write(&set->lock);
-		if (bitmap_empty(set->flush_devs, BKC_SB_MAX_BDEVS))
-			break;
-		bitmap_copy(devs, set->flush_devs, BKC_SB_MAX_BDEVS);
-		bitmap_zero(set->flush_devs, BKC_SB_MAX_BDEVS);
-		up_write(&set->lock);
-		bkc_flush_backings(set, devs);
-	}
+	down_write(&set->lock);
 	r = bkc_core_journal_prepare(c, &w);
 	if (!r)
 		set->jfirst = 0;
@@ -266,7 +273,7 @@ static int bkc_commit(struct bkc_set *set)
 		return r;
 	down_write(&set->lock);
 	bkc_core_journal_done(c, &w);
-	WRITE_ONCE(set->durable_seq, c->journal.durable_seq);
+	WRITE_ONCE(set->durable_seq, bkc_core_durable_seq(c));
 	up_write(&set->lock);
 	bkc_journal_wake(set, false);
 	wake_up_all(&set->space_wait);
@@ -286,9 +293,9 @@ static int bkc_flush_nodes(struct bkc_set *set, u64 max_pin)
 		r = bkc_core_node_prepare(c, &w, max_pin);
 		up_write(&set->lock);
 		if (r == -EAGAIN && rounds++ < 4) {
-			r = bkc_commit(set);
-			if (r == -EIO)
-				return r;
+			bkc_commit(set);
+			if (bkc_set_failed(set))
+				return -EIO;
 			continue;
 		}
 		if (r <= 0)
@@ -343,14 +350,14 @@ static int bkc_journal_space(struct bkc_set *set)
 {
 	int r;
 
-	r = bkc_flush_nodes(set, set->core->journal.durable_last + 1);
+	r = bkc_flush_nodes(set, bkc_core_durable_last(set->core) + 1);
 	if (!r)
 		r = bkc_flush_nodes(set, 0);
 	if (!r)
 		r = bkc_write_table(set);
 	if (!r)
-		r = bkc_commit(set);
-	return r == -EIO ? r : 0;
+		bkc_commit(set);
+	return bkc_set_failed(set) ? -EIO : 0;
 }
 
 /* Commit, making room in the journal first if it is full. */
@@ -359,11 +366,10 @@ static int bkc_commit_now(struct bkc_set *set)
 	int r = bkc_commit(set);
 
 	if (r == -ENOSPC || r == -EBUSY) {
-		r = bkc_journal_space(set);
-		if (!r)
-			r = bkc_commit(set);
+		if (!bkc_journal_space(set))
+			bkc_commit(set);
 	}
-	return r == -EIO ? r : 0;
+	return bkc_set_failed(set) ? -EIO : 0;
 }
 
 /* Everything durable: what registration does after format or open. */
@@ -380,9 +386,11 @@ static int bkc_checkpoint(struct bkc_set *set)
 			r = bkc_commit_now(set);
 		if (!r)
 			r = bkc_commit_now(set);
+		if (bkc_set_failed(set))
+			return -EIO;
 		if (r)
 			return r;
-		if (!bkc_btree_dirty(&c->tree) && bkc_core_checkpoint_done(c))
+		if (!bkc_core_tree_dirty(c) && bkc_core_checkpoint_done(c))
 			return 0;
 	}
 	bkc_err(set->dev.bdev, "cannot checkpoint the cache metadata");
@@ -480,7 +488,7 @@ static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
 			r = bkc_commit_now(set);
 		return r ? r : BKC_GC_MORE;
 	}
-	return r;
+	return bkc_set_failed(set) ? -EIO : r;
 }
 
 /* ---- the thread ---- */
@@ -517,29 +525,32 @@ static int bkc_meta_thread(void *arg)
 
 		down_read(&set->lock);
 		fill = bkc_core_journal_fill(c);
-		refill |= bkc_alloc_want_invalidate(&c->alloc);
+		refill |= bkc_core_want_refill(c);
 		gc |= set->gc.state != BKC_GC_IDLE || bkc_gc_wanted(&set->gc);
 		first = set->jfirst;
 		up_read(&set->lock);
 
-		if (fill >= 128 && bkc_journal_space(set) == -EIO)
+		if (bkc_set_failed(set))
+			break;
+		if (fill >= 128 && bkc_journal_space(set))
 			break;
 		if (refill && bkc_refill(set) > 0) {
 			commit |= atomic_read(&set->space_waiters) > 0;
 			busy = true;
 		}
 		if (first && (commit || time_after_eq(jiffies, first + delay))) {
-			if (bkc_commit_now(set) == -EIO)
+			if (bkc_commit_now(set))
 				break;
 		}
 		if (gc && moves) {
 			r = bkc_gc_run(set, moves, &move_buf);
-			if (r == -EIO)
+			if (bkc_set_failed(set))
 				break;
 			busy |= r == BKC_GC_MORE;
 		}
 		if (time_after_eq(jiffies, last_flush + BKC_NODE_FLUSH_INTERVAL)) {
-			if (bkc_flush_nodes(set, 0) == -EIO)
+			bkc_flush_nodes(set, 0);
+			if (bkc_set_failed(set))
 				break;
 			last_flush = jiffies;
 		}
@@ -559,10 +570,8 @@ static int bkc_meta_thread(void *arg)
 						 timeout);
 	}
 	if (!kthread_should_stop()) {
-		bkc_err(set->dev.bdev,
-			"metadata I/O failed; the cache set stops caching");
-		WRITE_ONCE(set->running, false);
-		wake_up_all(&set->space_wait);
+		/* only a failed set leaves the loop early */
+		bkc_set_fail(set, "the metadata thread stopped", -EIO);
 		bkc_journal_wake(set, true);
 		while (!kthread_should_stop()) {
 			set_current_state(TASK_INTERRUPTIBLE);
@@ -609,8 +618,8 @@ int bkc_invalidate_dev(struct bkc_set *set, u32 dev_id)
 	for (;;) {
 		f.found = false;
 		down_read(&set->lock);
-		r = bkc_btree_iter(&set->core->tree, from, to, true,
-				   bkc_first_key_fn, &f);
+		r = bkc_core_iter(set->core, from, to, true,
+				  bkc_first_key_fn, &f);
 		up_read(&set->lock);
 		if (r < 0)
 			return r;
@@ -645,7 +654,10 @@ static void bkc_meta_free(struct bkc_set *set)
 {
 	if (set->wq)
 		destroy_workqueue(set->wq);
+	if (set->insert_wq)
+		destroy_workqueue(set->insert_wq);
 	set->wq = NULL;
+	set->insert_wq = NULL;
 	if (set->core) {
 		bkc_core_exit(set->core);
 		kvfree(set->core);
@@ -661,6 +673,29 @@ static void bkc_meta_free(struct bkc_set *set)
 	if (set->bs_ready)
 		bioset_exit(&set->bs);
 	set->bs_ready = false;
+}
+
+/*
+ * A new journal starts at seq 1: entries of an earlier life of the device
+ * (formatted again with the same set uuid) must not look newer.
+ */
+static int bkc_meta_zero_journal(struct bkc_set *set)
+{
+	sector_t n = set->bucket_sectors;
+	u32 i;
+	int r;
+
+	for (i = 0; i < set->sb.nr_journal_buckets; i++) {
+		r = blkdev_issue_zeroout(set->dev.bdev,
+					 bkc_bucket_sector(set, set->sb.journal_buckets[i], 0),
+					 n, GFP_KERNEL, 0);
+		if (r) {
+			bkc_err(set->dev.bdev, "cannot clear journal bucket %llu (%d)",
+				set->sb.journal_buckets[i], r);
+			return r;
+		}
+	}
+	return 0;
 }
 
 static int bkc_meta_mark_initialized(struct bkc_set *set)
@@ -691,13 +726,14 @@ int bkc_meta_open(struct bkc_set *set)
 	int r;
 
 	init_rwsem(&set->lock);
-	mutex_init(&set->bflush_lock);
 	init_waitqueue_head(&set->meta_wait);
 	init_waitqueue_head(&set->space_wait);
 	spin_lock_init(&set->jlock);
 	INIT_LIST_HEAD(&set->jwaiters);
 	init_llist_head(&set->done);
 	INIT_WORK(&set->insert_work, bkc_insert_work);
+	init_llist_head(&set->bflush);
+	INIT_WORK(&set->bflush_work, bkc_bflush_work);
 	set->journal_delay_ms = BKC_JOURNAL_DELAY_MS;
 	set->bucket_sectors = set->sb.bucket_size >> SECTOR_SHIFT;
 
@@ -708,12 +744,15 @@ int bkc_meta_open(struct bkc_set *set)
 	set->bs_ready = true;
 	set->wq = alloc_workqueue("blkcache_%pg", WQ_MEM_RECLAIM | WQ_HIGHPRI,
 				  0, bdev);
+	set->insert_wq = alloc_workqueue("blkcache_ins_%pg",
+					 WQ_MEM_RECLAIM | WQ_HIGHPRI, 1, bdev);
 	set->core = kvzalloc(sizeof(*set->core), GFP_KERNEL);
 	set->epochs = kvcalloc(BKC_EPOCH_SLOTS, sizeof(*set->epochs),
 			       GFP_KERNEL);
 	set->table_buf = kvmalloc(set->sb.bucket_size, GFP_KERNEL);
 	r = -ENOMEM;
-	if (!set->wq || !set->core || !set->epochs || !set->table_buf)
+	if (!set->wq || !set->insert_wq || !set->core || !set->epochs ||
+	    !set->table_buf)
 		goto fail;
 	c = set->core;
 
@@ -723,23 +762,27 @@ int bkc_meta_open(struct bkc_set *set)
 		bkc_err(bdev, "cannot set up the cache metadata (%d)", r);
 		goto fail;
 	}
-	r = bkc_ncache_init(&set->nc, set, c->tree.node_bytes);
-	set->node_buf = kvmalloc(c->tree.node_bytes, GFP_KERNEL);
+	r = bkc_ncache_init(&set->nc, set, bkc_core_node_bytes(c));
+	set->node_buf = kvmalloc(bkc_core_node_bytes(c), GFP_KERNEL);
 	if (r || !set->node_buf) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	bkc_ncache_set_sizes(&set->nc, bkc_btree_base_bytes(&c->tree),
-			     bkc_btree_delta_bytes(&c->tree));
+	bkc_ncache_set_sizes(&set->nc, bkc_core_node_base_bytes(c),
+			     bkc_core_node_delta_bytes(c));
 
-	r = bkc_core_open(c);
-	if (r == -ENOENT && !(set->sb.flags & BKC_SB_F_INITIALIZED)) {
-		bkc_core_exit(c);
-		r = bkc_core_init(c, &set->sb, &cfg, &bkc_ncache_ops,
-				  &bkc_core_io_ops, set);
+	/*
+	 * A cache device whose superblock is not INITIALIZED was formatted
+	 * and never used since: whatever journal or nodes it still holds
+	 * (a re-format with the same set uuid) belong to an earlier life.
+	 */
+	if (set->sb.flags & BKC_SB_F_INITIALIZED) {
+		r = bkc_core_open(c);
+	} else {
+		fresh = true;
+		r = bkc_meta_zero_journal(set);
 		if (!r)
 			r = bkc_core_format(c);
-		fresh = true;
 	}
 	if (r) {
 		bkc_err(bdev, "cannot %s the cache metadata: %s (%d)",
@@ -757,7 +800,7 @@ int bkc_meta_open(struct bkc_set *set)
 		r = bkc_meta_mark_initialized(set);
 	if (r)
 		goto fail;
-	set->durable_seq = c->journal.durable_seq;
+	set->durable_seq = bkc_core_durable_seq(c);
 
 	r = bkc_ncache_start_shrinker(&set->nc);
 	if (r)
@@ -780,7 +823,7 @@ int bkc_meta_open(struct bkc_set *set)
 	}
 	bkc_info(bdev, "cache set %pUb %s: %llu buckets, %llu dirty sectors",
 		 set->sb.set_uuid, fresh ? "formatted" : "replayed",
-		 set->sb.nbuckets, c->alloc.dirty_sectors);
+		 set->sb.nbuckets, bkc_core_dirty_sectors_lockless(c));
 	return 0;
 fail:
 	set->running = false;
@@ -800,8 +843,11 @@ void bkc_meta_close(struct bkc_set *set)
 {
 	if (!set->core)
 		return;
+	/* bflush and other items may queue inserts, and inserts nothing */
 	if (set->wq)
 		flush_workqueue(set->wq);
+	if (set->insert_wq)
+		flush_workqueue(set->insert_wq);
 	if (set->meta) {
 		kthread_stop(set->meta);
 		set->meta = NULL;

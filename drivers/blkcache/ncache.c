@@ -108,6 +108,9 @@ static int nc_get(void *ctx, const struct bkc_nptr *p, u64 lo, u64 hi,
 	 */
 	if (current->bio_list)
 		return -EAGAIN;
+	/* a failed cache device is never read again */
+	if (bkc_set_failed(set))
+		return -EIO;
 
 	mutex_lock(&nc->io_lock);
 	spin_lock(&nc->lock);
@@ -128,8 +131,8 @@ static int nc_get(void *ctx, const struct bkc_nptr *p, u64 lo, u64 hi,
 			bkc_bucket_sector(set, p->bucket, 0), nc->io_buf,
 			nc->node_bytes);
 	if (!r)
-		r = bkc_btree_node_decode(&set->core->tree, &x->n, nc->io_buf,
-					  p, lo, hi);
+		r = bkc_core_node_decode(set->core, &x->n, nc->io_buf, p, lo,
+					 hi);
 	if (r) {
 		mutex_unlock(&nc->io_lock);
 		bkc_err(set->dev.bdev, "btree node in bucket %llu: %s (%d)",
@@ -228,11 +231,21 @@ const struct bkc_btree_ops bkc_ncache_ops = {
 	.drop	= nc_drop,
 };
 
+/*
+ * Only clean leaves without dirty keys are ever evicted.  Interior nodes
+ * (few) and leaves holding dirty keys stay, so that the index of dirty
+ * data can be walked without reading the cache device: writeback finds
+ * it quickly, and a failed set can still tell which ranges it lost
+ * (fail.c).  Caller holds nc->lock; an unpinned node's keys do not change
+ * (changes pin it), so reading them here is safe.
+ */
 static bool nc_evictable(struct bkc_nc_node *x)
 {
-	return !x->pins && !(READ_ONCE(x->n.flags) &
-			     (BKC_NODE_DIRTY | BKC_NODE_NEW |
-			      BKC_NODE_INFLIGHT | BKC_NODE_REWRITE));
+	return !x->pins && !x->n.level &&
+		!(READ_ONCE(x->n.flags) & (BKC_NODE_DIRTY | BKC_NODE_NEW |
+					   BKC_NODE_INFLIGHT |
+					   BKC_NODE_REWRITE)) &&
+		!bkc_core_node_has_dirty(&x->n);
 }
 
 static unsigned long nc_count(struct shrinker *s, struct shrink_control *sc)

@@ -28,6 +28,16 @@
  * the backing device; the copy is inserted only if no write touched its
  * 64 KiB granules since then and none is in flight, so a promotion can
  * never bury newer data under older.
+ *
+ * Writes that drop or overwrite dirty data of a range (writethrough,
+ * writearound and bypassed writes over dirty keys) apply only after the
+ * backing device has been flushed (bkc_bflush_work()): a journal entry
+ * must never forget dirty data whose replacement is not durable.  A
+ * write that failed on the backing device changes nothing in the index.
+ *
+ * A failed cache set (fail.c): requests that still need it are parked on
+ * their backing device until its failover decides, then go on in
+ * passthrough (no dirty data) or fail (bkc_req_failover()).
  */
 #include <linux/hash.h>
 #include <linux/highmem.h>
@@ -81,6 +91,18 @@ enum {
 	RQ_RELOOKUP	= 1 << 15,	/* a dirty hit went stale: read again */
 	RQ_ACCT		= 1 << 16,	/* I/O accounting started */
 	RQ_FAST		= 1 << 17,	/* bypass, nothing to invalidate */
+	RQ_PARK		= 1 << 18,	/* insert worker: park it */
+	RQ_REROUTE	= 1 << 19,	/* insert worker: write it around */
+	RQ_DEFER	= 1 << 20,	/* insert worker: flush backing first */
+	RQ_FLUSHED	= 1 << 21,	/* backing flushed since its write */
+};
+
+/* What a parked request has done already (bkc_park()). */
+enum {
+	BKC_PARK_NEW,		/* nothing: dispatch it again */
+	BKC_PARK_INSERT,	/* its data I/O: its keys are not in */
+	BKC_PARK_FUA,		/* everything but the journal commit */
+	BKC_PARK_FLUSH,		/* a PREFLUSH waiting for the journal */
 };
 
 struct bkc_req {
@@ -103,6 +125,8 @@ struct bkc_req {
 	struct bkc_jwait	jw;
 	struct llist_node	ll;
 	struct work_struct	work;
+	struct list_head	fo_node;	/* on b->fo_parked */
+	u8			park;		/* BKC_PARK_* */
 	struct bkc_fg_range	range;
 	struct bkc_seg		seg[BKC_SEGS];
 };
@@ -132,6 +156,8 @@ static struct workqueue_struct *bkc_state_wq;
 
 static void bkc_dispatch(struct bkc_req *r);
 static void bkc_req_done(struct bkc_req *r);
+static void bkc_park(struct bkc_req *r, u8 kind);
+static void bkc_passthrough(struct bkc_req *r);
 
 unsigned int bkc_bio_front_pad(void)
 {
@@ -145,7 +171,7 @@ static void bkc_acct_start(struct bkc_req *r)
 	if (r->flags & RQ_ACCT)
 		return;
 	r->flags |= RQ_ACCT;
-	bkc_acct_start(r);
+	r->start = bio_start_io_acct(r->bio);
 }
 
 static void bkc_req_complete(struct bkc_req *r)
@@ -189,17 +215,19 @@ static void bkc_clone_endio(struct bio *clone)
 		seg = &r->seg[bc->seg];
 		switch (seg->kind) {
 		case BKC_SEG_HIT:
-			if (st || r->set->core->alloc.b[seg->bucket].gen !=
-			    seg->gen)
+			/* a failed or stale clean hit is read from the backing device */
+			if (st || bkc_core_gen_lockless(r->set->core,
+							seg->bucket) != seg->gen)
 				set_bit(bc->seg, &r->retry);
 			break;
 		case BKC_SEG_HIT_DIRTY:
 			/*
 			 * Written back, invalidated and reused while we read:
-			 * the index now says where the data is.
+			 * the index now says where the data is.  A failed
+			 * read of dirty data is an error: only the cache has it.
 			 */
-			if (!st && r->set->core->alloc.b[seg->bucket].gen !=
-			    seg->gen)
+			if (!st && bkc_core_gen_lockless(r->set->core,
+							 seg->bucket) != seg->gen)
 				set_bit(ilog2(RQ_RELOOKUP), &r->rflags);
 			fallthrough;
 		case BKC_SEG_MISS:
@@ -212,7 +240,9 @@ static void bkc_clone_endio(struct bio *clone)
 			break;
 		}
 		if (st && seg->kind != BKC_SEG_MISS)
-			atomic_inc(&r->set->io_errors);
+			bkc_set_io_error(r->set, blk_status_to_errno(st),
+					 seg->kind == BKC_SEG_CACHE ?
+					 "data write" : "data read");
 	}
 	bio_put(clone);
 	bkc_req_put(r);
@@ -405,13 +435,13 @@ static bool bkc_sequential(struct bkc_backing *b, struct bio *bio)
 	return bytes > cutoff;
 }
 
+/* Lockless: a heuristic; being a few writes late to bypass is harmless. */
 static bool bkc_dirty_full(struct bkc_set *set)
 {
-	struct bkc_alloc *a = &set->core->alloc;
-	u64 cap = (a->geom.nbuckets - a->geom.first_bucket) *
-		a->geom.bucket_sectors;
+	struct bkc_core *c = set->core;
 
-	return READ_ONCE(a->dirty_sectors) * 100 > cap * BKC_DIRTY_FULL_PCT;
+	return bkc_core_dirty_sectors_lockless(c) * 100 >
+		bkc_core_capacity(c) * BKC_DIRTY_FULL_PCT;
 }
 
 /* ---- reads ---- */
@@ -498,8 +528,8 @@ static void bkc_read(struct bkc_req *r)
 	smp_mb();
 	r->nseg = 0;
 	down_read(&set->lock);
-	ret = bkc_btree_lookup(&c->tree, r->b->dev_id, r->lba, r->sectors,
-			       bkc_read_seg, r);
+	ret = bkc_core_lookup(c, r->b->dev_id, r->lba, r->sectors,
+			      bkc_read_seg, r);
 	for (i = 0; i < r->nseg && ret >= 0; i++) {
 		if (r->seg[i].kind != BKC_SEG_MISS) {
 			bkc_core_touch(c, r->seg[i].bucket);
@@ -516,7 +546,23 @@ static void bkc_read(struct bkc_req *r)
 		return;
 	}
 	if (ret < 0 || !r->nseg) {
-		bkc_err(set->dev.bdev, "index lookup failed (%d)", ret);
+		if (bkc_set_failed(set)) {
+			bkc_park(r, BKC_PARK_NEW);
+			return;
+		}
+		/*
+		 * The index could not be read.  With no dirty data of this
+		 * device in the cache, the backing device has everything.
+		 */
+		if (!bkc_core_dev_dirty_lockless(c, r->b->dev_id)) {
+			bkc_err_ratelimited(set->dev.bdev,
+					    "index lookup failed (%d); read from the backing device",
+					    ret);
+			bkc_passthrough(r);
+			return;
+		}
+		bkc_err_ratelimited(set->dev.bdev, "index lookup failed (%d)",
+				    ret);
 		bkc_req_fail(r, BLK_STS_IOERR);
 		return;
 	}
@@ -614,6 +660,8 @@ static int bkc_promo_write(struct bkc_promo *p, u32 from, u32 len,
 	}
 	r = submit_bio_wait(bio);
 	bio_put(bio);
+	if (r)
+		bkc_set_io_error(p->set, r, "promotion write");
 	return r;
 }
 
@@ -628,6 +676,10 @@ static void bkc_promo_work(struct work_struct *work)
 	u64 seq;
 	int r = 0;
 
+	if (bkc_set_failed(set)) {
+		bkc_promo_free(p);
+		return;
+	}
 	/* space for the copy, in as many extents as the allocator gives */
 	while (done < p->len && n < ARRAY_SIZE(ext)) {
 		down_write(&set->lock);
@@ -853,8 +905,8 @@ static void bkc_write(struct bkc_req *r)
 		int has;
 
 		down_read(&set->lock);
-		has = bkc_btree_lookup(&set->core->tree, b->dev_id, r->lba,
-				       r->sectors, bkc_has_key, NULL);
+		has = bkc_core_lookup(set->core, b->dev_id, r->lba,
+				      r->sectors, bkc_has_key, NULL);
 		up_read(&set->lock);
 		if (!has)
 			r->flags |= RQ_NOINVAL | RQ_FAST;
@@ -889,7 +941,17 @@ static int bkc_apply_keys(struct bkc_req *r, bool dirty)
 	return 0;
 }
 
-/* Insert @r's keys or invalidations; called with set->lock held. */
+static int bkc_has_dirty(void *arg, const struct bkc_key *k, u64 pos,
+			 u32 len)
+{
+	return k && bkc_key_dirty(k) ? 1 : 0;
+}
+
+/*
+ * Insert @r's keys or invalidations; called with set->lock held.
+ * Returns -EINPROGRESS if the write replaces dirty data that the backing
+ * device must hold durably first (the caller flushes it and calls again).
+ */
 static int bkc_apply(struct bkc_req *r)
 {
 	struct bkc_set *set = r->set;
@@ -898,26 +960,29 @@ static int bkc_apply(struct bkc_req *r)
 	u64 lba, seq;
 	int ret = 0;
 
-	if ((r->flags & RQ_WB) && !(r->flags & RQ_CACHE_ERR))
-		return bkc_apply_keys(r, true);
-	if ((r->flags & RQ_WT) &&
-	    !(r->flags & (RQ_CACHE_ERR | RQ_BACK_ERR))) {
-		if (c->alloc.dev_dirty[dev])
-			set_bit(dev, set->flush_devs);
-		return bkc_apply_keys(r, false);
-	}
+	if (r->flags & RQ_WB)
+		return (r->flags & RQ_CACHE_ERR) ? 0 : bkc_apply_keys(r, true);
 	/*
-	 * Everything else wrote the backing device and now forgets what the
-	 * cache holds for the range.  If that may be dirty data, the
-	 * backing device must be flushed before the journal entry that
-	 * drops it is written (meta.c).
+	 * The backing write failed: whatever the cache holds for the range
+	 * stays as it is.  Dirty data there is still the newest durable
+	 * copy, and clean data still one of the values the range had.
 	 */
-	if (c->alloc.dev_dirty[dev])
-		set_bit(dev, set->flush_devs);
+	if (r->flags & RQ_BACK_ERR)
+		return 0;
+	/*
+	 * Everything else wrote the backing device and now puts clean keys
+	 * over the range or forgets it.  Where that drops dirty data, the
+	 * backing device must be flushed first (design.md C3, C4).
+	 */
+	if (!(r->flags & RQ_FLUSHED) && bkc_core_dev_dirty(c, dev) &&
+	    bkc_core_lookup(c, dev, r->lba, r->sectors, bkc_has_dirty, NULL))
+		return -EINPROGRESS;
+	if ((r->flags & RQ_WT) && !(r->flags & RQ_CACHE_ERR))
+		return bkc_apply_keys(r, false);
 	/* a bypassed write already looked in bkc_write() and found keys */
 	if (!(r->flags & (RQ_NOINVAL | RQ_BYPASS))) {
-		if (!bkc_btree_lookup(&c->tree, dev, r->lba, r->sectors,
-				      bkc_has_key, NULL))
+		if (!bkc_core_lookup(c, dev, r->lba, r->sectors, bkc_has_key,
+				     NULL))
 			r->flags |= RQ_NOINVAL;
 	}
 	for (lba = r->lba + ((u64)r->applied << 20);
@@ -938,13 +1003,17 @@ static void bkc_fua_done(struct bkc_jwait *jw, int err)
 {
 	struct bkc_req *r = container_of(jw, struct bkc_req, jw);
 
+	if (err && bkc_set_failed(r->set)) {
+		bkc_park(r, BKC_PARK_FUA);
+		return;
+	}
 	if (err)
 		bkc_req_error(r, BLK_STS_IOERR);
 	bkc_req_complete(r);
 }
 
-/* Keys are in: release what the request held and complete it. */
-static void bkc_write_finish(struct bkc_req *r)
+/* Release what a write holds besides its cache extents. */
+static void bkc_write_release(struct bkc_req *r)
 {
 	if (r->flags & RQ_WBCOUNT)
 		atomic_dec(&r->b->wb.wb_writes);
@@ -953,6 +1022,12 @@ static void bkc_write_finish(struct bkc_req *r)
 		bkc_fg_end(r->b, &r->range);
 	r->flags &= ~RQ_RANGE;
 	bkc_epoch_end(r);
+}
+
+/* Keys are in: release what the request held and complete it. */
+static void bkc_write_finish(struct bkc_req *r)
+{
+	bkc_write_release(r);
 	if ((r->flags & RQ_FUA) && r->jseq) {
 		r->jw.fn = bkc_fua_done;
 		bkc_journal_wait(r->set, &r->jw, r->jseq);
@@ -961,25 +1036,51 @@ static void bkc_write_finish(struct bkc_req *r)
 	bkc_req_complete(r);
 }
 
+/*
+ * A writeback write that failed on the cache device of a device with no
+ * dirty data: write it to the backing device instead, as a bypassed
+ * write, which then forgets what the cache held for the range.
+ */
+static void bkc_reroute(struct bkc_req *r)
+{
+	r->flags &= ~(RQ_WB | RQ_CACHE_ERR);
+	r->flags |= RQ_BYPASS;
+	r->nseg = 0;
+	r->applied = 0;
+	bkc_fg_begin(r->b, &r->range, r->lba, r->sectors);
+	r->flags |= RQ_RANGE;
+	atomic_set(&r->pending, 1);
+	bkc_to_backing(r, BKC_SEG_WHOLE, r->lba, r->sectors);
+}
+
 /* The insert worker: keys of finished writes, in batches. */
 void bkc_insert_work(struct work_struct *work)
 {
 	struct bkc_set *set = container_of(work, struct bkc_set, insert_work);
 	struct llist_node *list = llist_reverse_order(llist_del_all(&set->done));
 	struct bkc_req *r, *tmp;
-	bool noted = false;
+	bool noted = false, defer = false;
 	int ret;
 
 	if (!list)
 		return;
 	down_write(&set->lock);
 	llist_for_each_entry(r, list, ll) {
+		if (bkc_set_failed(set)) {
+			r->flags |= RQ_PARK;
+			continue;
+		}
 		if ((r->flags & (RQ_WB | RQ_CACHE_ERR)) ==
 		    (RQ_WB | RQ_CACHE_ERR)) {
+			bkc_release_extents(r);
+			if (!bkc_core_dev_dirty(set->core, r->b->dev_id)) {
+				r->flags |= RQ_REROUTE;
+				continue;
+			}
 			/*
-			 * The data reached neither device.  Writing it around
-			 * now would leave the backing device newer than what
-			 * the cache may still hold for the range, with
+			 * The data reached neither device, and the cache may
+			 * hold dirty data of the range.  Writing it around now
+			 * would leave the backing device newer than that, with
 			 * nothing durable to say so if the cache is failing:
 			 * the write fails, the old data stays readable.
 			 */
@@ -987,11 +1088,10 @@ void bkc_insert_work(struct work_struct *work)
 					    "writeback write of %u sectors at %llu failed on the cache device",
 					    r->sectors, r->lba);
 			bkc_req_error(r, BLK_STS_IOERR);
-			bkc_release_extents(r);
 			continue;
 		}
 		for (;;) {
-			ret = set->running ? bkc_apply(r) : -EIO;
+			ret = bkc_apply(r);
 			if (ret != -EAGAIN && ret != -ENOSPC)
 				break;
 			up_write(&set->lock);
@@ -1000,21 +1100,96 @@ void bkc_insert_work(struct work_struct *work)
 			if (ret)
 				break;
 		}
-		if (ret) {
+		if (ret == -EINPROGRESS) {
+			r->flags |= RQ_DEFER;
+			defer = true;
+			continue;
+		}
+		if (ret && !bkc_set_failed(set)) {
+			/*
+			 * The index cannot say what the devices hold any more:
+			 * stop trusting it (the backing devices go on without
+			 * the cache, fail.c).
+			 */
 			bkc_err(set->dev.bdev, "cannot record a write (%d)",
 				ret);
-			bkc_req_error(r, BLK_STS_IOERR);
-		} else if (r->jseq) {
-			noted = true;
+			bkc_set_fail(set, "a write could not be recorded", ret);
 		}
+		if (ret) {
+			r->flags |= RQ_PARK;
+			continue;
+		}
+		if (r->jseq)
+			noted = true;
 		bkc_release_extents(r);
 	}
 	if (noted)
 		bkc_meta_note_record(set);
 	up_write(&set->lock);
 
-	llist_for_each_entry_safe(r, tmp, list, ll)
-		bkc_write_finish(r);
+	/* r may be finished (and freed) by each call: iterate safely */
+	llist_for_each_entry_safe(r, tmp, list, ll) {
+		if (r->flags & RQ_PARK) {
+			r->flags &= ~RQ_PARK;
+			bkc_park(r, BKC_PARK_INSERT);
+		} else if (r->flags & RQ_REROUTE) {
+			r->flags &= ~RQ_REROUTE;
+			bkc_reroute(r);
+		} else if (r->flags & RQ_DEFER) {
+			r->flags &= ~RQ_DEFER;
+			llist_add(&r->ll, &set->bflush);
+		} else {
+			bkc_write_finish(r);
+		}
+	}
+	if (defer)
+		queue_work(set->wq, &set->bflush_work);
+}
+
+/*
+ * Flush the backing devices of the writes that replace dirty data, then
+ * let them apply.  A failed flush fails the write and leaves the dirty
+ * data in the cache as it was.  Each write holds its device's inflight
+ * reference, so the device stays.
+ */
+void bkc_bflush_work(struct work_struct *work)
+{
+	struct bkc_set *set = container_of(work, struct bkc_set, bflush_work);
+	struct llist_node *list = llist_del_all(&set->bflush);
+	struct bkc_req *r, *tmp, *q;
+	bool requeue = false;
+	int err;
+
+	if (!list)
+		return;
+	llist_for_each_entry(r, list, ll) {
+		if (r->flags & (RQ_FLUSHED | RQ_BACK_ERR))
+			continue;
+		err = blkdev_issue_flush(r->b->dev.bdev);
+		/* one flush covers every write of the device done before it */
+		llist_for_each_entry(q, list, ll) {
+			if (q->b != r->b)
+				continue;
+			if (err)
+				q->flags |= RQ_BACK_ERR;
+			else
+				q->flags |= RQ_FLUSHED;
+		}
+		if (err) {
+			bkc_req_error(r, BLK_STS_IOERR);
+			bkc_err_ratelimited(r->b->dev.bdev,
+					    "flush failed (%d): writes over dirty data fail, the dirty data stays",
+					    err);
+		}
+	}
+	llist_for_each_entry_safe(r, tmp, list, ll) {
+		if (r->flags & RQ_BACK_ERR)
+			bkc_req_error(r, BLK_STS_IOERR);
+		if (llist_add(&r->ll, &set->done))
+			requeue = true;
+	}
+	if (requeue)
+		queue_work(set->insert_wq, &set->insert_work);
 }
 
 /* ---- flushes ---- */
@@ -1023,6 +1198,10 @@ static void bkc_flush_jw(struct bkc_jwait *jw, int err)
 {
 	struct bkc_req *r = container_of(jw, struct bkc_req, jw);
 
+	if (err && bkc_set_failed(r->set)) {
+		bkc_park(r, BKC_PARK_FLUSH);
+		return;
+	}
 	if (err)
 		bkc_req_error(r, BLK_STS_IOERR);
 	bkc_req_put(r);
@@ -1092,7 +1271,7 @@ static void bkc_req_done(struct bkc_req *r)
 	}
 	if (r->flags & RQ_WRITE) {
 		if (llist_add(&r->ll, &r->set->done))
-			queue_work(r->set->wq, &r->set->insert_work);
+			queue_work(r->set->insert_wq, &r->set->insert_work);
 		return;
 	}
 	if ((r->flags & RQ_PROMOTE) && !r->status)
@@ -1100,11 +1279,128 @@ static void bkc_req_done(struct bkc_req *r)
 	bkc_req_complete(r);
 }
 
+/* ---- a failed cache set ---- */
+
+/* Finish parked request @r now that its device's failover is @state. */
+static void bkc_park_resolve(struct bkc_req *r, u8 state)
+{
+	bool dead = state != BKC_FO_PASS;
+
+	switch (r->park) {
+	case BKC_PARK_NEW:
+		if (dead)
+			bkc_req_fail(r, BLK_STS_IOERR);
+		else
+			bkc_passthrough(r);
+		return;
+	case BKC_PARK_INSERT:
+		/* the set is never used again: its extents need no release */
+		bkc_write_release(r);
+		if (!dead && (r->flags & RQ_WB)) {
+			/* the data is only in the dead cache: write it again */
+			r->flags &= RQ_WRITE | RQ_FUA | RQ_ACCT;
+			r->status = BLK_STS_OK;
+			bkc_passthrough(r);
+			return;
+		}
+		/* the backing device has the data (or the write failed) */
+		if (dead)
+			bkc_req_error(r, BLK_STS_IOERR);
+		bkc_req_complete(r);
+		return;
+	case BKC_PARK_FUA:
+		if (dead)
+			bkc_req_error(r, BLK_STS_IOERR);
+		bkc_req_complete(r);
+		return;
+	case BKC_PARK_FLUSH:
+		/* the backing flush is done or in flight; no journal needed */
+		if (dead)
+			bkc_req_error(r, BLK_STS_IOERR);
+		bkc_req_put(r);
+		return;
+	}
+}
+
+static void bkc_park_work(struct work_struct *work)
+{
+	struct bkc_req *r = container_of(work, struct bkc_req, work);
+
+	bkc_park_resolve(r, READ_ONCE(r->b->fo_state));
+}
+
+/*
+ * @r needs a set that failed: wait for the failover of its device, or
+ * finish it (from a worker) if that has decided already.  Any context.
+ */
+static void bkc_park(struct bkc_req *r, u8 kind)
+{
+	struct bkc_backing *b = r->b;
+	unsigned long flags;
+	u8 state;
+
+	r->park = kind;
+	spin_lock_irqsave(&b->fo_lock, flags);
+	state = b->fo_state;
+	if (state == BKC_FO_NONE)
+		list_add_tail(&r->fo_node, &b->fo_parked);
+	spin_unlock_irqrestore(&b->fo_lock, flags);
+	if (state == BKC_FO_NONE)
+		return;
+	INIT_WORK(&r->work, bkc_park_work);
+	bkc_park_queue(&r->work);
+}
+
+/*
+ * The failover of @b decided @state (BKC_FO_PASS or BKC_FO_DEAD): finish
+ * the parked requests; later ones see the state.  Process context.
+ */
+void bkc_req_failover(struct bkc_backing *b, u8 state)
+{
+	struct bkc_req *r, *tmp;
+	unsigned long flags;
+	LIST_HEAD(parked);
+
+	spin_lock_irqsave(&b->fo_lock, flags);
+	WRITE_ONCE(b->fo_state, state);
+	list_splice_init(&b->fo_parked, &parked);
+	spin_unlock_irqrestore(&b->fo_lock, flags);
+	list_for_each_entry_safe(r, tmp, &parked, fo_node) {
+		list_del_init(&r->fo_node);
+		bkc_park_resolve(r, state);
+	}
+}
+
+/*
+ * A request for a failed set before its data I/O: reads of a device
+ * without dirty data go to the backing device at once (it has all the
+ * data; its failover cannot change that); the rest wait for the
+ * failover.
+ */
+static void bkc_on_failed_set(struct bkc_req *r)
+{
+	u8 state = READ_ONCE(r->b->fo_state);
+
+	if (state == BKC_FO_PASS) {
+		bkc_passthrough(r);
+	} else if (state == BKC_FO_DEAD) {
+		bkc_req_fail(r, BLK_STS_IOERR);
+	} else if (!(r->flags & RQ_WRITE) &&
+		   !(r->bio->bi_opf & REQ_PREFLUSH) &&
+		   !bkc_core_dev_dirty_lockless(r->set->core, r->b->dev_id)) {
+		bkc_passthrough(r);
+	} else {
+		bkc_park(r, BKC_PARK_NEW);
+	}
+}
+
 /* ---- entry ---- */
 
 static void bkc_dispatch(struct bkc_req *r)
 {
-	if (r->flags & RQ_WRITE)
+	if (bkc_set_failed(r->set))
+		bkc_on_failed_set(r);
+	else if (r->flags & RQ_WRITE)
 		bkc_write(r);
 	else
 		bkc_read(r);
@@ -1139,24 +1435,15 @@ void bkc_submit_bio(struct bio *bio)
 		r->flags |= RQ_FUA;
 
 	set = b->set;
-	if (set && !READ_ONCE(set->running)) {
-		/*
-		 * The cache set failed.  Dirty data may exist only there, and
-		 * writes that skip it would leave it stale for the next
-		 * registration: only reads of a clean device go on.
-		 */
-		if (READ_ONCE(b->sb.state) == BKC_STATE_DIRTY ||
-		    (r->flags & RQ_WRITE)) {
-			bkc_req_fail(r, BLK_STS_IOERR);
-			return;
-		}
-		set = NULL;
-	}
 	if (!set) {
 		bkc_passthrough(r);
 		return;
 	}
 	r->set = set;
+	if (bkc_set_failed(set)) {
+		bkc_on_failed_set(r);
+		return;
+	}
 	if (bio->bi_opf & REQ_PREFLUSH) {
 		bkc_flush_start(r);
 		return;

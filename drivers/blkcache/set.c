@@ -37,7 +37,7 @@ static void bkc_set_adopt_waiting(struct bkc_set *set)
 			continue;
 		}
 		r = bkc_backing_link(b, set);
-		if (!r)
+		if (!r || r == -ENOENT)	/* -ENOENT: runs without the set */
 			r = bkc_backing_run(b);
 		if (r)
 			bkc_err(b->dev.bdev, "cannot start (%d)", r);
@@ -67,6 +67,7 @@ int bkc_set_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 	kobject_init(&set->kobj, &bkc_set_ktype);
 	kobject_init(&set->cdev_kobj, &bkc_cdev_ktype);
 	INIT_LIST_HEAD(&set->backings);
+	bkc_set_fail_init(set);
 	set->dev = *dev;
 	set->sb = *sb;
 	list_add_tail(&set->list, &bkc_sets);
@@ -106,6 +107,8 @@ void bkc_set_teardown(struct bkc_set *set)
 	lockdep_assert_held(&bkc_lock);
 	if (set->dead)
 		return;
+	/* parked requests of a failed set are finished by its failover */
+	bkc_set_failover(set);
 	set->dead = true;
 	list_for_each_entry_safe(b, n, &set->backings, set_node)
 		bkc_backing_unlink(b);
@@ -128,6 +131,8 @@ int bkc_set_stop(struct bkc_set *set, bool detach)
 	int r, ret = 0;
 
 	lockdep_assert_held(&bkc_lock);
+	/* a failed set has no backing devices left after this */
+	bkc_set_failover(set);
 	list_for_each_entry(b, &set->backings, set_node) {
 		if (!detach && bkc_backing_busy(b)) {
 			bkc_err(set->dev.bdev, "cannot stop: %s is in use",
@@ -178,12 +183,27 @@ static int bkc_set_sb_commit(struct bkc_set *set, u32 id, u8 state,
 	memcpy(old_uuid, set->sb.bdev_uuid[id], BKC_UUID_SIZE);
 	set->sb.bdev_state[id] = state;
 	memcpy(set->sb.bdev_uuid[id], uuid, BKC_UUID_SIZE);
-	r = bkc_sb_write(set->dev.bdev, &set->sb);
+	r = bkc_cache_sb_write(set);
 	if (r) {
 		set->sb.bdev_state[id] = old_state;
 		memcpy(set->sb.bdev_uuid[id], old_uuid, BKC_UUID_SIZE);
 	}
 	return r;
+}
+
+/* Does @set have a slot attached to backing device @uuid?  Sets *@id. */
+bool bkc_set_slot_find(struct bkc_set *set, const u8 *uuid, u32 *id)
+{
+	u32 i;
+
+	for (i = 0; i < BKC_SB_MAX_BDEVS; i++) {
+		if (set->sb.bdev_state[i] == BKC_SLOT_ATTACHED &&
+		    !memcmp(set->sb.bdev_uuid[i], uuid, BKC_UUID_SIZE)) {
+			*id = i;
+			return true;
+		}
+	}
+	return false;
 }
 
 /*

@@ -474,6 +474,114 @@ static ssize_t clear_stats_store(struct kobject *kobj,
 	return len;
 }
 
+static ssize_t running_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	struct bkc_backing *b = to_backing(kobj);
+	bool up;
+
+	mutex_lock(&bkc_lock);
+	up = b->disk;
+	mutex_unlock(&bkc_lock);
+	return sysfs_emit(buf, "%d\n", up);
+}
+
+/* Write 1: run without the missing or failed cache set (inconsistent). */
+static ssize_t running_store(struct kobject *kobj, struct kobj_attribute *attr,
+			     const char *buf, size_t len)
+{
+	struct bkc_backing *b = to_backing(kobj);
+	int r = bkc_parse_bool_one(buf, len);
+
+	if (r)
+		return r;
+	mutex_lock(&bkc_lock);
+	r = b->dead ? -ENODEV : bkc_backing_force_run(b);
+	mutex_unlock(&bkc_lock);
+	bkc_reap();
+	return r ?: len;
+}
+
+static const char * const bkc_stop_policy[] = { "auto", "always" };
+
+static ssize_t stop_when_cache_set_failed_show(struct kobject *kobj,
+					       struct kobj_attribute *attr,
+					       char *buf)
+{
+	bool always = READ_ONCE(to_backing(kobj)->stop_always);
+
+	return sysfs_emit(buf, always ? "%s [%s]\n" : "[%s] %s\n",
+			  bkc_stop_policy[0], bkc_stop_policy[1]);
+}
+
+static ssize_t stop_when_cache_set_failed_store(struct kobject *kobj,
+						struct kobj_attribute *attr,
+						const char *buf, size_t len)
+{
+	int i = sysfs_match_string(bkc_stop_policy, buf);
+
+	if (i < 0)
+		return -EINVAL;
+	WRITE_ONCE(to_backing(kobj)->stop_always, i == 1);
+	return len;
+}
+
+/*
+ * lost_dirty: one line per range of /dev/cacheN whose dirty data was lost
+ * with its failed cache set, "<byte offset> <bytes>", merged and in
+ * order; a last line "incomplete" if the index could not all be read.
+ * A binary attribute, so that no range list is ever cut at a page.
+ */
+static ssize_t bkc_lost_text(struct bkc_backing *b, char *out, size_t cap)
+{
+	size_t n = 0;
+	u32 i;
+
+	for (i = 0; i < b->nr_lost; i++)
+		n += scnprintf(out ? out + n : NULL, out ? cap - n : 0,
+			       "%llu %llu\n", b->lost[i].start,
+			       b->lost[i].len);
+	if (b->lost_partial)
+		n += scnprintf(out ? out + n : NULL, out ? cap - n : 0,
+			       "incomplete\n");
+	return n;
+}
+
+static ssize_t lost_dirty_read(struct file *file, struct kobject *kobj,
+			       struct bin_attribute *attr, char *buf,
+			       loff_t off, size_t count)
+{
+	struct bkc_backing *b = to_backing(kobj);
+	size_t cap;
+	char *text;
+	ssize_t n;
+
+	mutex_lock(&bkc_lock);
+	/* 42 bytes hold any line */
+	cap = (size_t)b->nr_lost * 42 + 16;
+	text = kvmalloc(cap, GFP_KERNEL);
+	n = text ? bkc_lost_text(b, text, cap) : -ENOMEM;
+	mutex_unlock(&bkc_lock);
+	if (n >= 0) {
+		if (off >= n) {
+			n = 0;
+		} else {
+			n = min_t(size_t, count, n - off);
+			memcpy(buf, text + off, n);
+		}
+	}
+	kvfree(text);
+	return n;
+}
+
+static struct bin_attribute bkc_bin_attr_lost_dirty = {
+	.attr	= { .name = "lost_dirty", .mode = 0444 },
+	.read	= lost_dirty_read,
+};
+
+static struct kobj_attribute bkc_attr_running = __ATTR_RW(running);
+static struct kobj_attribute bkc_attr_stop_when_cache_set_failed =
+	__ATTR_RW(stop_when_cache_set_failed);
 static struct kobj_attribute bkc_attr_clear_stats = __ATTR_WO(clear_stats);
 static struct kobj_attribute bkc_attr_attach = __ATTR_WO(attach);
 static struct kobj_attribute bkc_attr_detach = __ATTR_WO(detach);
@@ -519,9 +627,25 @@ static struct attribute *bkc_backing_attrs[] = {
 	&bkc_attr_writeback_rate_max.attr,
 	&bkc_attr_writeback_rate_debug.attr,
 	&bkc_attr_clear_stats.attr,
+	&bkc_attr_running.attr,
+	&bkc_attr_stop_when_cache_set_failed.attr,
 	NULL,
 };
-ATTRIBUTE_GROUPS(bkc_backing);
+
+static struct bin_attribute *bkc_backing_bin_attrs[] = {
+	&bkc_bin_attr_lost_dirty,
+	NULL,
+};
+
+static const struct attribute_group bkc_backing_group = {
+	.attrs		= bkc_backing_attrs,
+	.bin_attrs	= bkc_backing_bin_attrs,
+};
+
+static const struct attribute_group *bkc_backing_groups[] = {
+	&bkc_backing_group,
+	NULL,
+};
 
 /* ---- stats_total/ ---- */
 
@@ -611,6 +735,7 @@ static void bkc_backing_release(struct kobject *kobj)
 	struct bkc_backing *b = to_backing(kobj);
 
 	free_percpu(b->stats);
+	kvfree(b->lost);
 	kfree(b);
 }
 
@@ -667,15 +792,13 @@ static ssize_t cache_available_percent_show(struct kobject *kobj,
 					    char *buf)
 {
 	struct bkc_set *set = to_set(kobj);
-	struct bkc_alloc *a;
 	u64 cap = 0, used = 0;
 
 	mutex_lock(&bkc_lock);
 	if (set->core) {
-		a = &set->core->alloc;
-		cap = (a->geom.nbuckets - a->geom.first_bucket) *
-			a->geom.bucket_sectors;
-		used = min_t(u64, READ_ONCE(a->live_sectors), cap);
+		cap = bkc_core_capacity(set->core);
+		used = min_t(u64, bkc_core_live_sectors_lockless(set->core),
+			     cap);
 	}
 	mutex_unlock(&bkc_lock);
 	if (!cap)
@@ -693,7 +816,7 @@ static ssize_t set_dirty_data_show(struct kobject *kobj,
 	mutex_lock(&bkc_lock);
 	up = set->core;
 	if (up)
-		v = READ_ONCE(set->core->alloc.dirty_sectors);
+		v = bkc_core_dirty_sectors_lockless(set->core);
 	mutex_unlock(&bkc_lock);
 	if (!up)
 		return -ENODEV;
@@ -750,6 +873,56 @@ static ssize_t trigger_gc_store(struct kobject *kobj,
 	return r ?: len;
 }
 
+static ssize_t io_errors_show(struct kobject *kobj, struct kobj_attribute *attr,
+			      char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&to_set(kobj)->io_errors));
+}
+
+static ssize_t io_error_limit_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(to_set(kobj)->io_error_limit));
+}
+
+static ssize_t io_error_limit_store(struct kobject *kobj,
+				    struct kobj_attribute *attr,
+				    const char *buf, size_t len)
+{
+	u64 v;
+	int r = bkc_parse_uint(buf, len, 0, 1U << 20, &v);
+
+	if (r)
+		return r;
+	WRITE_ONCE(to_set(kobj)->io_error_limit, v);
+	return len;
+}
+
+static ssize_t io_error_halflife_show(struct kobject *kobj,
+				      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n",
+			  READ_ONCE(to_set(kobj)->io_error_halflife));
+}
+
+static ssize_t io_error_halflife_store(struct kobject *kobj,
+				       struct kobj_attribute *attr,
+				       const char *buf, size_t len)
+{
+	u64 v;
+	int r = bkc_parse_uint(buf, len, 0, 366 * 86400, &v);
+
+	if (r)
+		return r;
+	WRITE_ONCE(to_set(kobj)->io_error_halflife, v);
+	return len;
+}
+
+static struct kobj_attribute bkc_attr_io_errors = __ATTR_RO(io_errors);
+static struct kobj_attribute bkc_attr_io_error_limit =
+	__ATTR_RW(io_error_limit);
+static struct kobj_attribute bkc_attr_io_error_halflife =
+	__ATTR_RW(io_error_halflife);
 static struct kobj_attribute bkc_attr_cache_available_percent =
 	__ATTR_RO(cache_available_percent);
 static struct kobj_attribute bkc_attr_set_dirty_data =
@@ -772,6 +945,9 @@ static struct attribute *bkc_set_attrs[] = {
 	&bkc_attr_journal_delay_ms.attr,
 	&bkc_attr_btree_cache_size.attr,
 	&bkc_attr_trigger_gc.attr,
+	&bkc_attr_io_errors.attr,
+	&bkc_attr_io_error_limit.attr,
+	&bkc_attr_io_error_halflife.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(bkc_set);
@@ -840,13 +1016,13 @@ static ssize_t cache_replacement_policy_store(struct kobject *kobj,
 	if (old == (u32)repl)
 		goto out;
 	set->sb.replacement = repl;
-	r = bkc_sb_write(set->dev.bdev, &set->sb);
+	r = bkc_cache_sb_write(set);
 	if (r) {
 		set->sb.replacement = old;
 		goto out;
 	}
 	down_write(&set->lock);
-	r = bkc_alloc_set_policy(&set->core->alloc, repl);
+	r = bkc_core_set_policy(set->core, repl);
 	up_write(&set->lock);
 out:
 	mutex_unlock(&bkc_lock);

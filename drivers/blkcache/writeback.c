@@ -56,6 +56,7 @@ struct bkc_wb_ctx {
 	/* async I/O of a phase */
 	atomic_t		pending;
 	int			err;
+	bool			cache;		/* the phase reads the cache */
 	struct completion	done;
 };
 
@@ -84,8 +85,11 @@ static void bkc_wb_endio(struct bio *bio)
 {
 	struct bkc_wb_ctx *x = bio->bi_private;
 
-	if (bio->bi_status)
+	if (bio->bi_status) {
 		x->err = blk_status_to_errno(bio->bi_status);
+		if (x->cache)
+			bkc_set_io_error(x->b->set, x->err, "writeback read");
+	}
 	bio_put(bio);
 	if (atomic_dec_and_test(&x->pending))
 		complete(&x->done);
@@ -118,9 +122,10 @@ static void bkc_wb_io(struct bkc_wb_ctx *x, struct block_device *bdev,
 	}
 }
 
-static void bkc_wb_phase_begin(struct bkc_wb_ctx *x)
+static void bkc_wb_phase_begin(struct bkc_wb_ctx *x, bool cache)
 {
 	x->err = 0;
+	x->cache = cache;
 	atomic_set(&x->pending, 1);
 	reinit_completion(&x->done);
 }
@@ -162,8 +167,8 @@ static bool bkc_wb_pick_range(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	int n, i;
 
 	down_read(&set->lock);
-	n = bkc_btree_next_dirty(&set->core->tree, b->dev_id, from, x->keys,
-				 BKC_WB_KEYS);
+	n = bkc_core_next_dirty(set->core, b->dev_id, from, x->keys,
+				BKC_WB_KEYS);
 	up_read(&set->lock);
 	if (n <= 0)
 		return false;
@@ -274,9 +279,9 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	x->nkeys = 0;
 	pick.end = end;
 	down_read(&set->lock);
-	r = bkc_btree_iter(&set->core->tree, bkc_pos(b->dev_id, start),
-			   bkc_pos(b->dev_id, end), false, bkc_wb_collect,
-			   &pick);
+	r = bkc_core_iter(set->core, bkc_pos(b->dev_id, start),
+			  bkc_pos(b->dev_id, end), false, bkc_wb_collect,
+			  &pick);
 	up_read(&set->lock);
 	if (r < 0 || !x->nkeys)
 		goto out;
@@ -285,7 +290,7 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 		goto out;
 
 	/* read the dirty data from the cache */
-	bkc_wb_phase_begin(x);
+	bkc_wb_phase_begin(x, true);
 	for (i = 0, k = 0; i < x->nruns; i++) {
 		for (off = 0; off < x->runs[i].len; k++) {
 			struct bkc_key *key = &x->keys[k];
@@ -299,6 +304,12 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 		}
 	}
 	r = bkc_wb_phase_wait(x);
+	if (r) {
+		bkc_err_ratelimited(b->dev.bdev,
+				    "writeback of sectors %llu-%llu: reading the cache failed (%ld); retrying later",
+				    start, end - 1, r);
+		goto out;
+	}
 	/*
 	 * The keys were taken from the index in memory: a key whose journal
 	 * entry is not durable yet may vanish in a power cut, and the older
@@ -307,8 +318,7 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	 * backing device would hold data that the cache, reading the older
 	 * key, does not show.
 	 */
-	if (!r)
-		r = bkc_journal_sync(set);
+	r = bkc_journal_sync(set);
 	if (r)
 		goto out;
 	/*
@@ -330,7 +340,7 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	up_read(&set->lock);
 
 	/* write it to the backing device, stripes together */
-	bkc_wb_phase_begin(x);
+	bkc_wb_phase_begin(x, false);
 	blk_start_plug(&plug);
 	for (i = 0; i < x->nruns; i++) {
 		if (x->runs[i].stale)
@@ -345,8 +355,11 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	if (!r)
 		r = blkdev_issue_flush(b->dev.bdev);
 	if (r) {
-		bkc_err(b->dev.bdev, "writeback of sectors %llu-%llu failed (%ld); retrying later",
-			start, end, r);
+		/* nothing is marked clean: the cache keeps the dirty data */
+		bkc_err_ratelimited(b->dev.bdev,
+				    "writeback of sectors %llu-%llu of %s failed on the backing device (%ld); retrying later",
+				    start, end - 1,
+				    b->disk ? b->disk->disk_name : "the device", r);
 		goto out;
 	}
 	/* a key that GC moved must not be marked clean from the old data */
@@ -372,9 +385,7 @@ out:
 /* Dirty sectors to aim at: none once the device left writeback mode. */
 static u64 bkc_wb_target(struct bkc_backing *b)
 {
-	struct bkc_alloc *a = &b->set->core->alloc;
-	u64 cap = (a->geom.nbuckets - a->geom.first_bucket) *
-		a->geom.bucket_sectors;
+	u64 cap = bkc_core_capacity(b->set->core);
 
 	if (READ_ONCE(b->sb.cache_mode) != BKC_MODE_WRITEBACK)
 		return 0;

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The request path's decide-only policies: the sequential-stream detector
- * and the writeback rate controller.
+ * the writeback rate controller and exponential decay.
  */
 #include "tcheck.h"
 #include "ratectl.h"
 #include "seqdetect.h"
+#include "decay.h"
+
+#include <math.h>
 
 #define CUTOFF	(4ULL << 20)
 
@@ -119,6 +122,61 @@ static void test_rate_bounds(void)
 	CHECK_EQ(c.integral, 0);
 }
 
+/* bkc_decay() against the real 2^(-t/h), within 0.1 % (plus rounding). */
+static void test_decay_accuracy(void)
+{
+	static const u64 hl[] = { 1, 7, 1000, 3600000, 1ULL << 40 };
+	u64 v = 1000ULL << BKC_DECAY_SHIFT, i, t;
+	double want, got;
+
+	for (i = 0; i < sizeof(hl) / sizeof(hl[0]); i++) {
+		for (t = 0; t <= 20 * hl[i] && t < 40 * 1000000ULL;
+		     t += hl[i] / 37 + 1) {
+			want = (double)v * pow(2.0, -(double)t / (double)hl[i]);
+			got = (double)bkc_decay(v, t, hl[i]);
+			CHECK(fabs(got - want) <= want * 0.001 + 2);
+		}
+	}
+	/* whole half-lives are exact, no half-life means no decay */
+	CHECK_EQ(bkc_decay(v, 3000, 1000), v >> 3);
+	CHECK_EQ(bkc_decay(v, 123456, 0), v);
+	CHECK_EQ(bkc_decay(v, 0, 1000), v);
+	CHECK_EQ(bkc_decay(v, 64 * 1000, 1000), 0);
+	CHECK_EQ(bkc_decay(~0ULL, 1000, 1000), ~0ULL >> 1);
+	/* monotonic in time */
+	for (t = 1; t < 5000; t++)
+		CHECK(bkc_decay(v, t, 1000) <= bkc_decay(v, t - 1, 1000));
+}
+
+/* The error count: 8 events at once reach 8; they halve per half-life. */
+static void test_decount(void)
+{
+	struct bkc_decount d = { 0, 0 };
+	u64 c = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		c = bkc_decount_add(&d, 100, 0);
+	CHECK_EQ(c, 8 * BKC_DECAY_ONE);
+	CHECK_EQ(bkc_decount_read(&d, 1000000, 0), 8 * BKC_DECAY_ONE);
+
+	memset(&d, 0, sizeof(d));
+	for (i = 0; i < 8; i++)
+		c = bkc_decount_add(&d, 100, 1000);
+	CHECK_EQ(c, 8 * BKC_DECAY_ONE);
+	CHECK_EQ(bkc_decount_read(&d, 1100, 1000), 4 * BKC_DECAY_ONE);
+	CHECK_EQ(bkc_decount_read(&d, 2100, 1000), 2 * BKC_DECAY_ONE);
+	/* an event after two half-lives: 2 + 1 */
+	CHECK_EQ(bkc_decount_add(&d, 2100, 1000), 3 * BKC_DECAY_ONE);
+	/* time going backwards (clock reset) does not add decay */
+	CHECK_EQ(bkc_decount_read(&d, 50, 1000), 3 * BKC_DECAY_ONE);
+	/* one error per half-life converges to 2, never reaching it */
+	memset(&d, 0, sizeof(d));
+	for (i = 0; i < 100; i++)
+		c = bkc_decount_add(&d, (u64)i * 1000, 1000);
+	CHECK(c < 2 * BKC_DECAY_ONE && c > 2 * BKC_DECAY_ONE - 100);
+}
+
 int main(void)
 {
 	test_single_stream();
@@ -128,5 +186,7 @@ int main(void)
 	test_eviction();
 	test_rate_converges();
 	test_rate_bounds();
+	test_decay_accuracy();
+	test_decount();
 	return tcheck_done("test_decide");
 }

@@ -57,6 +57,14 @@ static inline bool is_power_of_2(unsigned long long n)
 u32 bkc_crc32c(u32 seed, const void *p, size_t len);
 
 #include <stdlib.h>
+#include <assert.h>
+
+/* An invariant of the core: a warning in the kernel, assert() here. */
+#define BKC_ASSERT(cond)	assert(cond)
+
+/* Single-copy accesses (the kernel's READ_ONCE/WRITE_ONCE). */
+#define READ_ONCE(x)		__atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define WRITE_ONCE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
 static inline void *bkc_kvzalloc(size_t size)
 {

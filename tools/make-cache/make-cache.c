@@ -890,6 +890,38 @@ static void discard_device(struct mc_dev *d)
 		strerror(errno));
 }
 
+/*
+ * Zero the journal ring: a device formatted again with the same set uuid
+ * must not show the kernel the entries of its earlier life.
+ */
+static int zero_journal(struct mc_dev *d)
+{
+	static const char zero[1 << 16];
+	u32 i;
+	int rc;
+
+	for (i = 0; i < d->sb.nr_journal_buckets; i++) {
+		u64 off = d->sb.journal_buckets[i] * d->sb.bucket_size;
+		u64 range[2] = { off, d->sb.bucket_size };
+		u64 done;
+
+		if (d->blk && !ioctl(d->fd, BLKZEROOUT, range))
+			continue;
+		for (done = 0; done < d->sb.bucket_size; done += sizeof(zero)) {
+			rc = pwrite_all(d->fd, zero,
+					min_t(u64, sizeof(zero),
+					      d->sb.bucket_size - done),
+					off + done);
+			if (rc) {
+				err("%s: cannot clear the journal: %s", d->path,
+				    strerror(-rc));
+				return rc;
+			}
+		}
+	}
+	return 0;
+}
+
 static int write_device(struct mc_dev *d, const struct mc_opts *o)
 {
 	int rc;
@@ -901,6 +933,11 @@ static int write_device(struct mc_dev *d, const struct mc_opts *o)
 	}
 	if (d->cache && o->discard)
 		discard_device(d);
+	if (d->cache) {
+		rc = zero_journal(d);
+		if (rc)
+			return rc;
+	}
 	rc = pwrite_all(d->fd, &d->raw, sizeof(d->raw), BKC_SB_OFFSET);
 	if (rc) {
 		err("%s: cannot write the superblock: %s", d->path,

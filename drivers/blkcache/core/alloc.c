@@ -144,7 +144,7 @@ void bkc_alloc_load(struct bkc_alloc *a, u64 bucket, u8 gen, u8 oldest,
 void bkc_alloc_set_gen(struct bkc_alloc *a, u64 bucket, u8 gen)
 {
 	if (bucket < a->geom.nbuckets)
-		a->b[bucket].gen = gen;
+		WRITE_ONCE(a->b[bucket].gen, gen);
 }
 
 void bkc_alloc_mark(struct bkc_alloc *a, u64 bucket,
@@ -207,26 +207,33 @@ void bkc_alloc_account(struct bkc_alloc *a, const struct bkc_key *k, int sign)
 	if (!bkc_alloc_key_live(a, k))
 		return;
 	b = &a->b[bkc_key_bucket(k)];
+	/* single-copy stores: the glue reads the totals locklessly */
 	if (sign > 0) {
 		b->live += len;
-		a->live_sectors += len;
+		WRITE_ONCE(a->live_sectors, a->live_sectors + len);
 		if (bkc_key_dirty(k)) {
 			b->dirty += len;
-			a->dirty_sectors += len;
+			WRITE_ONCE(a->dirty_sectors, a->dirty_sectors + len);
 			if (dev < a->ndevs)
-				a->dev_dirty[dev] += len;
+				WRITE_ONCE(a->dev_dirty[dev],
+					   a->dev_dirty[dev] + len);
 		}
 		return;
 	}
+	BKC_ASSERT(len <= b->live);
 	len = min_t(u32, len, b->live);
 	b->live -= len;
-	a->live_sectors -= min_t(u64, len, a->live_sectors);
+	WRITE_ONCE(a->live_sectors,
+		   a->live_sectors - min_t(u64, len, a->live_sectors));
 	if (bkc_key_dirty(k)) {
+		BKC_ASSERT(k->len <= b->dirty);
 		len = min_t(u32, k->len, b->dirty);
 		b->dirty -= len;
-		a->dirty_sectors -= min_t(u64, len, a->dirty_sectors);
+		WRITE_ONCE(a->dirty_sectors,
+			   a->dirty_sectors - min_t(u64, len, a->dirty_sectors));
 		if (dev < a->ndevs)
-			a->dev_dirty[dev] -= min_t(u64, len, a->dev_dirty[dev]);
+			WRITE_ONCE(a->dev_dirty[dev], a->dev_dirty[dev] -
+				   min_t(u64, len, a->dev_dirty[dev]));
 	}
 }
 
@@ -370,8 +377,10 @@ static int invalidate(struct bkc_alloc *a, u64 bucket, u64 jseq)
 	}
 	if (b->dirty)
 		return -EBUSY;
-	a->live_sectors -= min_t(u64, b->live, a->live_sectors);
-	b->gen++;
+	WRITE_ONCE(a->live_sectors,
+		   a->live_sectors - min_t(u64, b->live, a->live_sectors));
+	/* read locklessly by the glue: see bkc_core_gen_lockless() */
+	WRITE_ONCE(b->gen, b->gen + 1);
 	if ((u8)(b->gen - b->oldest_gen) >= BKC_GEN_WINDOW)
 		a->gc_wanted = true;
 	b->live = 0;

@@ -21,6 +21,8 @@
 #include <linux/slab.h>
 #include <linux/mm.h>
 #include <linux/math64.h>
+#include <linux/bug.h>
+#include <linux/compiler.h>
 
 static inline u32 bkc_crc32c(u32 seed, const void *p, size_t len)
 {
@@ -42,6 +44,9 @@ static inline u64 bkc_div64(u64 a, u64 b)
 {
 	return div64_u64(a, b);
 }
+
+/* An invariant of the core: a warning in the kernel, assert() elsewhere. */
+#define BKC_ASSERT(cond)	WARN_ON_ONCE(!(cond))
 #else
 #include "bkc_shim.h"
 #endif

@@ -33,6 +33,7 @@
 #include "alloc.h"
 #include "journal.h"
 #include "table.h"
+#include "decay.h"
 
 struct bkc_core_ops {
 	/*
@@ -162,5 +163,154 @@ int bkc_core_table_begin(struct bkc_core *c);
 int bkc_core_table_next(struct bkc_core *c, void *buf, u64 *bucket,
 			u32 *bytes);
 void bkc_core_table_end(struct bkc_core *c);
+
+/*
+ * ---- Accessors for the kernel glue ----
+ *
+ * The glue reads core state only through these.  Unless the name ends in
+ * _lockless, the caller holds the set lock (shared is enough for reads,
+ * exclusive for changes).
+ */
+static inline int bkc_core_lookup(struct bkc_core *c, u32 dev, u64 lba,
+				  u32 len, bkc_lookup_fn fn, void *arg)
+{
+	return bkc_btree_lookup(&c->tree, dev, lba, len, fn, arg);
+}
+
+static inline int bkc_core_iter(struct bkc_core *c, u64 from, u64 to,
+				bool stale, bkc_iter_fn fn, void *arg)
+{
+	return bkc_btree_iter(&c->tree, from, to, stale, fn, arg);
+}
+
+static inline int bkc_core_next_dirty(struct bkc_core *c, u32 dev, u64 lba,
+				      struct bkc_key *out, u32 max)
+{
+	return bkc_btree_next_dirty(&c->tree, dev, lba, out, max);
+}
+
+static inline int bkc_core_node_decode(struct bkc_core *c, struct bkc_node *n,
+				       const void *buf,
+				       const struct bkc_nptr *p, u64 lo, u64 hi)
+{
+	return bkc_btree_node_decode(&c->tree, n, buf, p, lo, hi);
+}
+
+static inline u32 bkc_core_node_bytes(const struct bkc_core *c)
+{
+	return c->tree.node_bytes;
+}
+
+static inline u32 bkc_core_node_base_bytes(const struct bkc_core *c)
+{
+	return bkc_btree_base_bytes(&c->tree);
+}
+
+static inline u32 bkc_core_node_delta_bytes(const struct bkc_core *c)
+{
+	return bkc_btree_delta_bytes(&c->tree);
+}
+
+static inline bool bkc_core_tree_dirty(const struct bkc_core *c)
+{
+	return bkc_btree_dirty(&c->tree);
+}
+
+/* Does leaf node @n hold a dirty key?  (Interior nodes: false.) */
+static inline bool bkc_core_node_has_dirty(const struct bkc_node *n)
+{
+	u32 i;
+
+	if (n->level)
+		return false;
+	for (i = 0; i < n->nbase; i++)
+		if (bkc_key_dirty(&n->base[i]))
+			return true;
+	for (i = 0; i < n->ndelta; i++)
+		if (bkc_key_dirty(&n->delta[i]))
+			return true;
+	return false;
+}
+
+static inline u64 bkc_core_durable_seq(const struct bkc_core *c)
+{
+	return c->journal.durable_seq;
+}
+
+static inline u64 bkc_core_durable_last(const struct bkc_core *c)
+{
+	return c->journal.durable_last;
+}
+
+/*
+ * The journal entry a flush must wait for: the open one if it holds
+ * records, else the one before (which may still be in flight).
+ */
+static inline u64 bkc_core_flush_seq(const struct bkc_core *c)
+{
+	return bkc_journal_empty(&c->journal) ? c->journal.seq - 1 :
+		c->journal.seq;
+}
+
+static inline bool bkc_core_want_refill(const struct bkc_core *c)
+{
+	return bkc_alloc_want_invalidate(&c->alloc);
+}
+
+static inline int bkc_core_set_policy(struct bkc_core *c, u32 repl)
+{
+	return bkc_alloc_set_policy(&c->alloc, repl);
+}
+
+static inline u64 bkc_core_dev_dirty(const struct bkc_core *c, u32 dev)
+{
+	return dev < c->alloc.ndevs ? c->alloc.dev_dirty[dev] : 0;
+}
+
+/* Sectors of cache space for data: geometry, never changes. */
+static inline u64 bkc_core_capacity(const struct bkc_core *c)
+{
+	return (c->geom.nbuckets - c->geom.first_bucket) *
+		c->geom.bucket_sectors;
+}
+
+/*
+ * Lockless reads.  Each of these is one aligned load of a value the core
+ * writes with a single-copy store (WRITE_ONCE) under the set lock, so it
+ * never sees a torn value, only one that was current a moment ago.  Each
+ * caller says why a stale value is harmless for it.
+ */
+
+/*
+ * The generation of @bucket, for a data read's completion (interrupt
+ * context) to tell whether the bucket was reused while it read: a bucket
+ * is rewritten only after its bumped generation is in a durable journal
+ * entry, so any read that could have returned new data completes after
+ * the bump, and the I/O completions in between order the bump before
+ * this load.
+ */
+static inline u8 bkc_core_gen_lockless(const struct bkc_core *c, u64 bucket)
+{
+	return READ_ONCE(c->alloc.b[bucket].gen);
+}
+
+/* Dirty sectors of backing device @dev (statistics, heuristics). */
+static inline u64 bkc_core_dev_dirty_lockless(const struct bkc_core *c,
+					      u32 dev)
+{
+	return dev < c->alloc.ndevs ? READ_ONCE(c->alloc.dev_dirty[dev]) : 0;
+}
+
+/* Dirty sectors of the whole cache (statistics, the bypass heuristic). */
+static inline u64 bkc_core_dirty_sectors_lockless(const struct bkc_core *c)
+{
+	return READ_ONCE(c->alloc.dirty_sectors);
+}
+
+/* Sectors of live cached data (statistics). */
+static inline u64 bkc_core_live_sectors_lockless(const struct bkc_core *c)
+{
+	return READ_ONCE(c->alloc.live_sectors);
+}
 
 #endif /* _BKC_CORE_H */
