@@ -36,14 +36,18 @@ module:
 
 SBEDIT := tests/vm/sbedit
 CRASH_IO := tests/vm/crash-io
+POISON_IO := tests/vm/poison-io
 
-tools: $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO)
+tools: $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO) $(POISON_IO)
 
 $(SBEDIT): tests/vm/sbedit.c drivers/blkcache/core/sb.c tools/lib/crc32c.c \
 		$(MAKE_CACHE_HDR)
 	$(CC) $(USER_CFLAGS) -o $@ $(filter %.c,$^)
 
 $(CRASH_IO): tests/vm/crash-io.c
+	$(CC) $(USER_CFLAGS) -pthread -o $@ $<
+
+$(POISON_IO): tests/vm/poison-io.c
 	$(CC) $(USER_CFLAGS) -pthread -o $@ $<
 
 $(MAKE_CACHE): $(MAKE_CACHE_SRC) $(MAKE_CACHE_HDR)
@@ -66,5 +70,5 @@ demo:
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean >/dev/null 2>&1
-	rm -f $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO)
+	rm -f $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO) $(POISON_IO)
 	$(MAKE) -C tests/unit clean 2>/dev/null || true

@@ -659,8 +659,9 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 		r = -ENOMEM;
 		goto fail;
 	}
+	/* clones, and reads of promoted misses into pages of our own */
 	r = bioset_init(&b->bs, BIO_POOL_SIZE, bkc_bio_front_pad(),
-			BIOSET_NEED_RESCUER);
+			BIOSET_NEED_BVECS | BIOSET_NEED_RESCUER);
 	if (r)
 		goto fail;
 	r = bioset_init(&b->split_bs, BIO_POOL_SIZE, 0, BIOSET_NEED_RESCUER);

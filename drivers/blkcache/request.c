@@ -10,7 +10,10 @@
  * in the cache).  Hits are read from the cache device; a clean hit whose
  * bucket was reused meanwhile, or that fails, is read again from the
  * backing device.  Misses are read from the backing device and, unless
- * the read was bypassed, copied into the cache in the background.
+ * the read was bypassed, copied into the cache in the background.  A miss
+ * to be promoted is read into pages of the module's own and copied to the
+ * caller from there: the caller's pages (O_DIRECT user memory) may change
+ * while the read is in flight, and must never become the cached copy.
  *
  * Writes, by mode:
  *   writeback     data to the cache, dirty keys; done at cache speed
@@ -62,9 +65,12 @@ enum bkc_seg_kind {
 	BKC_SEG_CACHE,		/* a write's extent in the cache */
 };
 
+struct bkc_promo;
+
 struct bkc_seg {
 	u64	lba;		/* cacheN sector */
 	u64	bucket;
+	struct bkc_promo *promo;	/* a miss read into our pages */
 	u32	len;
 	u32	off;		/* sector in bucket */
 	u8	gen;
@@ -158,6 +164,9 @@ static void bkc_dispatch(struct bkc_req *r);
 static void bkc_req_done(struct bkc_req *r);
 static void bkc_park(struct bkc_req *r, u8 kind);
 static void bkc_passthrough(struct bkc_req *r);
+static void bkc_promo_copy_out(struct bkc_req *r, struct bkc_seg *seg);
+static void bkc_promo_drop_all(struct bkc_req *r);
+static bool bkc_promo_read(struct bkc_req *r, u32 segno);
 
 unsigned int bkc_bio_front_pad(void)
 {
@@ -233,6 +242,8 @@ static void bkc_clone_endio(struct bio *clone)
 		case BKC_SEG_MISS:
 			if (st)
 				bkc_req_error(r, st);
+			else if (seg->promo)
+				bkc_promo_copy_out(r, seg);
 			break;
 		case BKC_SEG_CACHE:
 			if (st)
@@ -455,6 +466,7 @@ static int bkc_read_seg(void *arg, const struct bkc_key *k, u64 pos, u32 len)
 		return 1;
 	seg = &r->seg[r->nseg++];
 	seg->put = true;
+	seg->promo = NULL;
 	if (!k) {
 		seg->kind = BKC_SEG_MISS;
 		seg->lba = bkc_pos_lba(pos);
@@ -595,10 +607,10 @@ static void bkc_read(struct bkc_req *r)
 	for (i = 0; i < r->nseg; i++) {
 		struct bkc_seg *seg = &r->seg[i];
 
-		if (seg->kind == BKC_SEG_MISS)
-			bkc_to_backing(r, i, seg->lba, seg->len);
-		else
+		if (seg->kind != BKC_SEG_MISS)
 			bkc_to_cache(r, i);
+		else if (!(r->flags & RQ_PROMOTE) || !bkc_promo_read(r, i))
+			bkc_to_backing(r, i, seg->lba, seg->len);
 	}
 	bkc_submit_rest(r);
 	bkc_req_put(r);
@@ -716,70 +728,138 @@ static void bkc_promo_work(struct work_struct *work)
 	bkc_promo_free(p);
 }
 
-/* Copy missed segments of a finished read and queue their promotion. */
+/* The pages for a promotion of segment @seg of @r, or NULL. */
+static struct bkc_promo *bkc_promo_alloc(struct bkc_req *r,
+					 struct bkc_seg *seg)
+{
+	struct bkc_set *set = r->set;
+	u32 npg = DIV_ROUND_UP(seg->len << SECTOR_SHIFT, PAGE_SIZE), j;
+	struct bkc_promo *p;
+
+	if (atomic_inc_return(&set->promotes) > BKC_PROMOTE_MAX) {
+		atomic_dec(&set->promotes);
+		return NULL;
+	}
+	p = kzalloc(struct_size(p, pages, npg), GFP_NOWAIT | __GFP_NOWARN);
+	if (!p) {
+		atomic_dec(&set->promotes);
+		return NULL;
+	}
+	p->b = r->b;
+	p->set = set;
+	percpu_ref_get(&r->b->inflight);
+	for (j = 0; j < npg; j++) {
+		p->pages[j] = alloc_page(GFP_NOWAIT | __GFP_NOWARN);
+		if (!p->pages[j])
+			break;
+		p->nr_pages++;
+	}
+	if (j < npg) {
+		bkc_promo_free(p);
+		return NULL;
+	}
+	p->lba = seg->lba;
+	p->len = seg->len;
+	p->epoch = r->epoch;
+	return p;
+}
+
+/*
+ * Read miss segment @segno of @r from the backing device into pages of a
+ * promotion; bkc_promo_copy_out() gives the caller its copy.  False if
+ * there are no pages for it: the caller reads it the plain way.
+ */
+static bool bkc_promo_read(struct bkc_req *r, u32 segno)
+{
+	struct bkc_seg *seg = &r->seg[segno];
+	struct bkc_backing *b = r->b;
+	u32 bytes = seg->len << SECTOR_SHIFT, i, n;
+	struct bkc_clone *bc;
+	struct bkc_promo *p;
+	struct bio *bio;
+
+	if (bytes > BKC_PROMOTE_MAX_BYTES)
+		return false;
+	p = bkc_promo_alloc(r, seg);
+	if (!p)
+		return false;
+	seg->promo = p;
+	bio = bio_alloc_bioset(b->dev.bdev, p->nr_pages,
+			       REQ_OP_READ | (r->bio->bi_opf & REQ_SYNC),
+			       GFP_NOIO, &b->bs);
+	bc = container_of(bio, struct bkc_clone, bio);
+	bc->r = r;
+	bc->seg = segno;
+	bio->bi_iter.bi_sector = seg->lba + b->data_start;
+	bio->bi_end_io = bkc_clone_endio;
+	bio->bi_private = NULL;
+	for (i = 0; bytes; i++, bytes -= n) {
+		n = min_t(u32, bytes, PAGE_SIZE);
+		__bio_add_page(bio, p->pages[i], n, 0);
+	}
+	submit_bio_noacct(bio);
+	return true;
+}
+
+/* A promoted miss was read: copy our pages into the caller's buffer. */
+static void bkc_promo_copy_out(struct bkc_req *r, struct bkc_seg *seg)
+{
+	struct bkc_promo *p = seg->promo;
+	struct bvec_iter iter = r->bio->bi_iter;
+	struct bio_vec bv;
+	u32 done = 0;
+
+	bio_advance_iter(r->bio, &iter, (seg->lba - r->lba) << SECTOR_SHIFT);
+	iter.bi_size = seg->len << SECTOR_SHIFT;
+	__bio_for_each_segment(bv, r->bio, iter, iter) {
+		u32 skip = 0;
+
+		while (skip < bv.bv_len) {
+			u32 in = done & (PAGE_SIZE - 1);
+			u32 n = min_t(u32, bv.bv_len - skip, PAGE_SIZE - in);
+			u8 *src = kmap_local_page(p->pages[done >> PAGE_SHIFT]);
+
+			memcpy_to_bvec(&(struct bio_vec){
+				.bv_page = bv.bv_page,
+				.bv_offset = bv.bv_offset + skip,
+				.bv_len = n }, src + in);
+			kunmap_local(src);
+			skip += n;
+			done += n;
+		}
+	}
+}
+
+/* Forget the promotions of @r (failed, or read again). */
+static void bkc_promo_drop_all(struct bkc_req *r)
+{
+	u32 i;
+
+	for (i = 0; i < r->nseg; i++) {
+		if (r->seg[i].promo)
+			bkc_promo_free(r->seg[i].promo);
+		r->seg[i].promo = NULL;
+	}
+}
+
+/* A read finished: queue the promotions of its misses. */
 static void bkc_promote(struct bkc_req *r)
 {
 	struct bkc_set *set = r->set;
-	struct bvec_iter iter;
-	struct bkc_promo *p;
-	struct bio_vec bv;
-	u32 i, j, npg, skip, copied;
-	u8 *dst;
+	u32 i;
 
 	for (i = 0; i < r->nseg; i++) {
 		struct bkc_seg *seg = &r->seg[i];
-		u32 bytes = seg->len << SECTOR_SHIFT;
+		struct bkc_promo *p = seg->promo;
 
-		if (seg->kind != BKC_SEG_MISS || bytes > BKC_PROMOTE_MAX_BYTES ||
-		    atomic_read(&set->promotes) >= BKC_PROMOTE_MAX ||
-		    bkc_epoch_dirtied(set, r->b->dev_id, seg->lba, seg->len,
-				      r->epoch))
-			continue;
-		npg = DIV_ROUND_UP(bytes, PAGE_SIZE);
-		p = kzalloc(struct_size(p, pages, npg), GFP_NOWAIT | __GFP_NOWARN);
 		if (!p)
-			return;
-		for (j = 0; j < npg; j++) {
-			p->pages[j] = alloc_page(GFP_NOWAIT | __GFP_NOWARN);
-			if (!p->pages[j])
-				break;
-		}
-		p->nr_pages = j;
-		p->b = r->b;
-		p->set = set;
-		atomic_inc(&set->promotes);
-		percpu_ref_get(&r->b->inflight);
-		if (j < npg) {
+			continue;
+		seg->promo = NULL;
+		if (r->status || seg->kind != BKC_SEG_MISS ||
+		    bkc_epoch_dirtied(set, r->b->dev_id, seg->lba, seg->len,
+				      r->epoch)) {
 			bkc_promo_free(p);
-			return;
-		}
-		p->lba = seg->lba;
-		p->len = seg->len;
-		p->epoch = r->epoch;
-
-		/* copy the segment's bytes out of the caller's pages */
-		iter = r->bio->bi_iter;
-		bio_advance_iter(r->bio, &iter,
-				 (seg->lba - r->lba) << SECTOR_SHIFT);
-		iter.bi_size = bytes;
-		copied = 0;
-		__bio_for_each_segment(bv, r->bio, iter, iter) {
-			skip = 0;
-			while (skip < bv.bv_len) {
-				u32 pg = copied >> PAGE_SHIFT;
-				u32 in = copied & (PAGE_SIZE - 1);
-				u32 n = min_t(u32, bv.bv_len - skip,
-					      PAGE_SIZE - in);
-
-				dst = kmap_local_page(p->pages[pg]);
-				memcpy_from_bvec(dst + in, &(struct bio_vec){
-					.bv_page = bv.bv_page,
-					.bv_offset = bv.bv_offset + skip,
-					.bv_len = n });
-				kunmap_local(dst);
-				skip += n;
-				copied += n;
-			}
+			continue;
 		}
 		INIT_WORK(&p->work, bkc_promo_work);
 		queue_work(set->wq, &p->work);
@@ -1252,6 +1332,7 @@ static void bkc_req_done(struct bkc_req *r)
 	if (test_and_clear_bit(ilog2(RQ_RELOOKUP), &r->rflags)) {
 		r->retry = 0;
 		r->flags &= ~RQ_PROMOTE;
+		bkc_promo_drop_all(r);
 		INIT_WORK(&r->work, bkc_read_work);
 		queue_work(r->set->wq, &r->work);
 		return;
@@ -1274,7 +1355,7 @@ static void bkc_req_done(struct bkc_req *r)
 			queue_work(r->set->insert_wq, &r->set->insert_work);
 		return;
 	}
-	if ((r->flags & RQ_PROMOTE) && !r->status)
+	if (r->flags & RQ_PROMOTE)
 		bkc_promote(r);
 	bkc_req_complete(r);
 }

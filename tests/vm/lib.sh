@@ -54,10 +54,10 @@ on_exit() {
 }
 
 # check_dmesg: fails (returns 1) if the kernel log shows a BUG, an oops, a
-# WARNING or a call trace, printing the offending lines.
+# WARNING, a call trace or a hung task, printing the offending lines.
 check_dmesg() {
 	local bad
-	bad=$(dmesg | grep -E 'BUG:|Oops|WARNING:|Call Trace' || true)
+	bad=$(dmesg | grep -E 'BUG:|Oops|WARNING:|Call Trace|blocked for more than' || true)
 	[ -z "$bad" ] && return 0
 	printf 'FAIL: %s: kernel log shows:\n%s\n' "$BKC_TEST" "$bad" >&2
 	return 1

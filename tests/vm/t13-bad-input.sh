@@ -113,8 +113,11 @@ label_garbage=("$long" "$(head -c 33 /dev/zero | tr '\0' y)" $'bad\x01label')
 extra_garbage() {
 	case ${1##*/} in
 	attach | detach | stop | unregister | clear_stats | trigger_gc |\
-	register | register_quiet)
+	register | register_quiet | running)
 		printf '%s\n' 2 0 11 ;;
+	stop_when_cache_set_failed) printf '%s\n' Auto auto2 never ;;
+	io_error_limit) printf '%s\n' 1048577 ;;
+	io_error_halflife) printf '%s\n' 31622401 ;;
 	writeback_percent) printf '%s\n' 101 1000 ;;
 	writeback_running) printf '%s\n' 2 11 ;;
 	writeback_delay) printf '%s\n' 3601 ;;

@@ -151,3 +151,80 @@ region_sum() {
 	dd if="$dev" bs=1M skip=$((off / 1048576)) count=$((len / 1048576)) \
 		iflag=direct status=none | sha256sum | cut -d' ' -f1
 }
+
+# ---- issue 7: failing devices -------------------------------------------
+
+# shellcheck disable=SC2034  # for the tests
+POISON_IO=$BKC_REPO/tests/vm/poison-io
+
+# set_attr NAME: path of an attribute of the cache set $BKC_SET.
+set_attr() {
+	echo "/sys/fs/blkcache/${BKC_SET:?}/$1"
+}
+
+# md0_sb FIELD: a field of md0's superblock (make-cache --show).
+md0_sb() {
+	show_md0 | sed -n "s/^$1: *//p"
+}
+
+# dm_linear NAME DEV: a device-mapper linear device over all of DEV, so
+# that its table can later be swapped for "error"; prints its path.
+dm_linear() {
+	local name=$1 dev=$2 sz
+	need_module dm_mod
+	sz=$(blockdev --getsz "$dev")
+	dmsetup create "$name" --table "0 $sz linear $dev 0" ||
+		fail "dmsetup create $name failed"
+	wait_for "/dev/mapper/$name"
+	echo "/dev/mapper/$name"
+}
+
+# dm_error NAME: from now on every I/O to NAME fails (EIO).
+dm_error() {
+	local name=$1 sz
+	sz=$(blockdev --getsz "/dev/mapper/$name")
+	dmsetup suspend --noflush "$name" || fail "dmsetup suspend $name failed"
+	dmsetup load "$name" --table "0 $sz error" || fail "dmsetup load $name failed"
+	dmsetup resume "$name" || fail "dmsetup resume $name failed"
+	log "$name now fails every I/O"
+}
+
+dm_remove() {
+	[ -e "/dev/mapper/$1" ] || return 0
+	dmsetup remove "$1" || fail "dmsetup remove $1 failed"
+}
+
+# wait_state STATE [SEC]: wait until md0's cache/state reads STATE.
+wait_state() {
+	local want=$1 t=${2:-30} i st=
+	for ((i = 0; i < t * 10; i++)); do
+		st=$(cat /sys/block/md0/cache/state 2>/dev/null || true)
+		[ "$st" = "$want" ] && return 0
+		sleep 0.1
+	done
+	fail "state is '$st', not '$want', after ${t}s"
+}
+
+# fio_job NAME OFFSET_MB SIZE_MB SEED [fio options]: 16k random I/O with a
+# crc32c pattern on /dev/cache0 (region and seed make the pattern).
+fio_job() {
+	local name=$1 off=$2 size=$3 seed=$4
+	shift 4
+	fio --output="/tmp/fio-$name.out" --eta=never --name="$name" \
+		--filename=/dev/cache0 --direct=1 --ioengine=libaio --iodepth=8 \
+		--bs=16k --offset="${off}m" --size="${size}m" --randrepeat=1 \
+		--randseed="$seed" --verify=crc32c --verify_fatal=1 \
+		--verify_state_save=0 "$@"
+}
+
+# fill_region NAME OFF SIZE SEED: write the pattern (and read it back).
+fill_region() {
+	fio_job "$1" "$2" "$3" "$4" --rw=randwrite ||
+		{ cat "/tmp/fio-$1.out"; fail "writing region $1 failed"; }
+}
+
+# check_region NAME OFF SIZE SEED: read the region and verify the pattern.
+check_region() {
+	fio_job "$1" "$2" "$3" "$4" --rw=randwrite --verify_only ||
+		{ cat "/tmp/fio-$1.out"; fail "region $1 does not verify"; }
+}

@@ -1,0 +1,293 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# timeout: 900
+#
+# Issue 7, a dying cache device (design.md section 6), in one boot:
+#   1. writethrough, writearound and writeback (clean): the dm table under
+#      the cache device is swapped to "error" while fio verifies cached
+#      data (and, but in writeback, writes new data): fio sees no error,
+#      the set fails, /dev/cache0 goes on without a cache ("no cache", the
+#      md0 superblock forgets the set), dmesg names both devices, new
+#      writes read back, the set's stop writes nothing and returns;
+#   2. the same with errors other than EIO: the cache device on scsi_debug
+#      set "offline" (ENODEV), and scsi_debug deleted under I/O (hot
+#      removal);
+#   3. read errors with ENODATA (scsi_debug medium errors): every one is
+#      counted in io_errors, reads still succeed from md0, and the set
+#      fails only once the count passes io_error_limit;
+#   4. writeback with dirty data: reads of the dirty ranges fail with EIO
+#      (never md0's stale data), the set fails, /dev/cache0 stops,
+#      lost_dirty lists exactly the dirty ranges, stop returns, running
+#      starts /dev/cache0 again marked "inconsistent";
+#   5. stop_when_cache_set_failed=always stops a clean device too.
+# shellcheck disable=SC2119  # make_raid5 takes no arguments here
+. "$BKC_REPO/tests/vm/lib.sh"
+. "$BKC_REPO/tests/vm/verify-lib.sh"
+
+cd /tmp
+DM=bkcssd
+
+bkc_load
+make_raid5
+need_module dm_mod
+
+# bg_verify NAME OFF SIZE SEED: verify a region in a loop until /tmp/stop
+# exists; the status file says whether every pass verified.
+bg_verify() {
+	local name=$1
+	(
+		rc=0
+		while [ ! -e /tmp/stop ]; do
+			if ! fio_job "$@" --rw=randwrite --verify_only >/dev/null; then
+				rc=1
+				break
+			fi
+		done
+		echo "$rc" >"/tmp/bg-$name.rc"
+	) &
+}
+
+# bg_write NAME OFF SIZE SEED: write and verify a region in a loop.
+bg_write() {
+	local name=$1
+	(
+		rc=0
+		while [ ! -e /tmp/stop ]; do
+			if ! fio_job "$@" --rw=randwrite >/dev/null; then
+				rc=1
+				break
+			fi
+		done
+		echo "$rc" >"/tmp/bg-$name.rc"
+	) &
+}
+
+bg_collect() {
+	local name
+	touch /tmp/stop
+	wait
+	rm -f /tmp/stop
+	for name in "$@"; do
+		[ "$(cat "/tmp/bg-$name.rc" 2>/dev/null)" = 0 ] || {
+			cat "/tmp/fio-$name.out" 2>/dev/null
+			fail "fio $name saw an error while the cache device died"
+		}
+	done
+}
+
+# after_failure CACHEDEV: the checks once the set failed on a clean device.
+after_failure() {
+	local dev
+	dev=$(readlink -f "$1")
+	wait_state "no cache" 30
+	[ -e /dev/cache0 ] || fail "/dev/cache0 went away"
+	[ "$(md0_sb set_uuid)" = 00000000-0000-0000-0000-000000000000 ] ||
+		fail "md0's superblock still names set $(md0_sb set_uuid)"
+	[ "$(md0_sb state)" = "no cache" ] || fail "md0's superblock says '$(md0_sb state)'"
+	dmesg | grep -q "blkcache: md0: cache set $BKC_SET on ${dev##*/} failed: cache0 runs without a cache" ||
+		fail "no dmesg line naming md0 and ${dev##*/}"
+	[ "$(cat "$(set_attr io_errors)")" -gt 0 ] || fail "io_errors is 0"
+	# new data reads back, old data still verifies
+	fill_region new 200 8 77
+	check_region a 0 16 11
+	# the failed set stops without writing to its device
+	echo 1 >"$(set_attr stop)" || fail "stop of the failed set refused"
+	wait_gone "/sys/fs/blkcache/$BKC_SET" 30
+	check_region new 200 8 77
+	echo 1 >"$BATTR/stop" || fail "stop of /dev/cache0 refused"
+	wait_gone /dev/cache0 30
+	check_dmesg || fail "kernel complained"
+}
+
+# -- 1. dm error under a clean device, each mode ---------------------------
+for mode in writethrough writearound writeback; do
+	log "== $mode: the cache device fails with EIO"
+	CACHE_DEV=$(dm_linear "$DM" "$BKC_SSD")
+	new_cache "--$mode"
+	fill_region a 0 16 11
+	fill_region b 64 16 22
+	case $mode in
+	writearound) check_region a 0 16 11; sleep 2 ;;	# promoted
+	writeback) wait_clean 120 ;;
+	esac
+	# warm the cache with the data: reads of a hit the cache
+	check_region a 0 16 11
+	hits=$(stat_get cache_hits)
+	[ "$hits" -gt 0 ] || fail "$mode: no cache hits before the failure"
+	bg_verify a 0 16 11
+	[ "$mode" = writeback ] || bg_write b 64 16 22
+	sleep 2
+	dm_error "$DM"
+	sleep 8
+	if [ "$mode" = writeback ]; then
+		bg_collect a
+	else
+		bg_collect a b
+	fi
+	after_failure "$CACHE_DEV"
+	dm_remove "$DM"
+	log "$mode: survived the cache device's death"
+done
+
+# -- 2. errors other than EIO: offline (ENODEV) and hot removal ------------
+need_module scsi_debug
+sd_dev() {
+	local d
+	for d in /sys/bus/pseudo/drivers/scsi_debug/adapter*/host*/target*/*/block/*; do
+		[ -e "$d" ] && echo "/dev/${d##*/}"
+	done | tail -n1
+}
+modprobe -r scsi_debug 2>/dev/null || true
+modprobe scsi_debug dev_size_mb=400 max_luns=1 num_tgts=1 ||
+	fail "modprobe scsi_debug failed"
+udevadm settle 2>/dev/null || sleep 1
+SD=$(sd_dev)
+[ -n "$SD" ] && wait_for "$SD"
+SDN=${SD##*/}
+for how in offline delete; do
+	log "== writethrough on scsi_debug $SD: $how"
+	CACHE_DEV=$SD
+	new_cache --writethrough
+	fill_region a 0 16 11
+	check_region a 0 16 11
+	bg_verify a 0 16 11
+	bg_write b 64 16 22
+	sleep 2
+	if [ "$how" = offline ]; then
+		echo offline >"/sys/block/$SDN/device/state"
+	else
+		echo 1 >"/sys/block/$SDN/device/delete"
+	fi
+	sleep 8
+	bg_collect a b
+	dmesg | grep "blkcache: .*cache set $BKC_SET failed" | tail -n1
+	after_failure "$CACHE_DEV"
+	if [ "$how" = offline ]; then
+		echo running >"/sys/block/$SDN/device/state"
+		dmesg | grep -q "cache set $BKC_SET failed: .*(-19)" ||
+			fail "the offline device's failure did not report ENODEV"
+	fi
+done
+wait_gone "$SD" 10
+
+# -- 3. ENODATA read errors: counted, retried from md0, limit --------------
+echo 1 >/sys/bus/pseudo/drivers/scsi_debug/add_host
+udevadm settle 2>/dev/null || sleep 1
+sleep 1
+SD=$(sd_dev)
+wait_for "$SD"
+CACHE_DEV=$SD
+log "== medium errors on $SD"
+new_cache --writethrough
+fill_region a 0 16 11
+check_region a 0 16 11
+echo 1000 >"$(set_attr io_error_limit)"
+e0=$(cat "$(set_attr io_errors)")
+# every read of the scsi_debug device now fails with a medium error
+blockdev --getsz "$SD" >/sys/module/scsi_debug/parameters/medium_error_count
+echo 0 >/sys/module/scsi_debug/parameters/medium_error_start
+echo 2 >/sys/bus/pseudo/drivers/scsi_debug/opts
+check_region a 0 16 11
+e1=$(cat "$(set_attr io_errors)")
+log "io_errors $e0 -> $e1 after reading 16 MiB of clean hits"
+[ "$e1" -ge $((e0 + 64)) ] || fail "medium errors counted $((e1 - e0)) times, expected at least 64"
+[ "$(state)" = clean ] || fail "the set failed below io_error_limit (state $(state))"
+dmesg | grep -q "cache device data read error (-61)" ||
+	fail "no dmesg line for an ENODATA read error"
+echo 8 >"$(set_attr io_error_limit)"
+check_region a 0 16 11
+wait_state "no cache" 30
+dmesg | grep -q "cache set $BKC_SET failed: too many cache device I/O errors (-61)" ||
+	fail "the set did not fail for passing io_error_limit"
+echo 0 >/sys/bus/pseudo/drivers/scsi_debug/opts
+echo 1 >"$(set_attr stop)"
+wait_gone "/sys/fs/blkcache/$BKC_SET" 30
+echo 1 >"$BATTR/stop"
+wait_gone /dev/cache0 30
+
+# -- 4. writeback with dirty data ------------------------------------------
+log "== writeback with dirty data: the cache device fails"
+CACHE_DEV=$(dm_linear "$DM" "$BKC_SSD")
+new_cache --writeback
+fill_region a 0 32 11
+wait_clean 120
+echo 0 >"$BATTR/writeback_running"
+head -c 1M /dev/urandom >/tmp/dirty
+dd if=/tmp/dirty of=/dev/cache0 bs=64k seek=16 count=1 oflag=direct status=none
+dd if=/tmp/dirty of=/dev/cache0 bs=4k skip=16 seek=2048 count=1 oflag=direct status=none
+dd if=/tmp/dirty of=/dev/cache0 bs=4k skip=17 seek=2049 count=1 oflag=direct status=none
+dd if=/tmp/dirty of=/dev/cache0 bs=4k skip=18 seek=5123 count=1 oflag=direct status=none
+[ "$(dirty_sectors)" = $((80 * 2)) ] || fail "dirty sectors $(dirty_sectors), expected 160"
+[ "$(state)" = dirty ] || fail "state '$(state)' with dirty data"
+printf '%s\n' "1048576 65536" "8388608 8192" "20983808 4096" >/tmp/lost.want
+exec 3</dev/cache0
+dmk=$(basename "$(readlink -f "$CACHE_DEV")")
+# below the limit first: reads fail only where the data is dirty
+echo 1000 >"$(set_attr io_error_limit)"
+dm_error "$DM"
+# a dirty range: EIO, never md0's stale data
+if dd if=/dev/cache0 of=/tmp/got bs=64k skip=16 count=1 iflag=direct status=none 2>/tmp/dd.err; then
+	fail "a read of dirty data succeeded after the cache device died"
+fi
+grep -q "Input/output error" /tmp/dd.err || fail "the read failed with '$(cat /tmp/dd.err)', not EIO"
+# clean data is read from md0
+dd if=/dev/cache0 of=/tmp/clean bs=1M skip=24 count=4 iflag=direct status=none ||
+	fail "a read of clean data failed after the cache device died"
+[ -e /dev/cache0 ] || fail "/dev/cache0 stopped below io_error_limit"
+# more errors: the set fails (io_error_limit 8) and /dev/cache0 stops
+echo 8 >"$(set_attr io_error_limit)"
+for _ in $(seq 1 20); do
+	[ -e /dev/cache0 ] || break
+	dd if=/dev/cache0 of=/dev/null bs=4k skip=2048 count=1 iflag=direct status=none 2>/dev/null &&
+		fail "a read of dirty data succeeded"
+	sleep 0.2
+done
+wait_gone /dev/cache0 30
+# the open descriptor now fails too
+if dd if=/dev/fd/3 of=/dev/null bs=4k skip=5123 count=1 iflag=direct status=none 2>/dev/null; then
+	fail "a read through a descriptor opened before the failure succeeded"
+fi
+exec 3<&-
+[ "$(cat /sys/block/md0/cache/state)" = dirty ] ||
+	fail "state '$(cat /sys/block/md0/cache/state)' after losing dirty data"
+cat /sys/block/md0/cache/lost_dirty >/tmp/lost.got
+diff /tmp/lost.want /tmp/lost.got >&2 || fail "lost_dirty is not the dirty ranges"
+dmesg | grep -q "blkcache: md0: cache set $BKC_SET on $dmk failed holding 81920 bytes of dirty data of cache0: cache0 stopped" ||
+	fail "no dmesg line about the lost dirty data"
+dmesg | grep -q "blkcache: md0: lost dirty data of cache0: bytes 8388608-8396799 (8192 bytes)" ||
+	fail "dmesg does not list the lost ranges"
+timeout 30 sh -c "echo 1 >$(set_attr stop)" || fail "stop of the failed set did not return"
+wait_gone "/sys/fs/blkcache/$BKC_SET" 30
+echo 1 >/sys/block/md0/cache/running || fail "running refused"
+wait_for /dev/cache0 10
+[ "$(state)" = inconsistent ] || fail "state '$(state)' after running"
+[ "$(md0_sb state)" = inconsistent ] || fail "md0's superblock says '$(md0_sb state)' after running"
+cmp /tmp/clean <(dd if=/dev/cache0 bs=1M skip=24 count=4 iflag=direct status=none) ||
+	fail "clean data differs after running"
+diff /tmp/lost.want /sys/block/md0/cache/lost_dirty >&2 || fail "lost_dirty changed after running"
+dmesg | grep -q "blkcache: md0: started without cache set $BKC_SET on request: marked inconsistent, the dirty data it held is lost" ||
+	fail "no dmesg line for running"
+echo 1 >"$BATTR/stop"
+wait_gone /dev/cache0 30
+dm_remove "$DM"
+
+# -- 5. stop_when_cache_set_failed=always ----------------------------------
+log "== stop_when_cache_set_failed=always, clean"
+CACHE_DEV=$(dm_linear "$DM" "$BKC_SSD")
+new_cache --writethrough
+[[ $(cat "$BATTR/stop_when_cache_set_failed") == "[auto] always" ]] ||
+	fail "stop_when_cache_set_failed shows '$(cat "$BATTR/stop_when_cache_set_failed")'"
+echo always >"$BATTR/stop_when_cache_set_failed"
+fill_region a 0 4 11
+dm_error "$DM"
+# a write's invalidation needs a journal commit, which fails the set
+fio_job x 0 4 12 --rw=randwrite --do_verify=0 >/dev/null 2>&1 || true
+wait_gone /dev/cache0 30
+dmesg | grep -q "stop_when_cache_set_failed is always" || fail "no dmesg line for always"
+echo 1 >"$(set_attr stop)"
+wait_gone "/sys/fs/blkcache/$BKC_SET" 30
+echo 1 >/sys/block/md0/cache/stop
+dm_remove "$DM"
+
+bkc_unload
+log "a dying cache device never took clean data offline"
