@@ -104,9 +104,15 @@ struct bkc_set {
 	bool			cdev_kobj_added;
 	bool			dead;
 
-	/* the metadata core; everything in it is under @lock */
+	/*
+	 * The metadata core; everything in it is under @lock.  Take it for
+	 * writing with bkc_set_lock(): the node cache never reads a node
+	 * from disk for its holder (it gets -EDEADLK; callers pin the
+	 * leaves they need first, bkc_pins_get()).
+	 */
 	struct bkc_core		*core;
 	struct rw_semaphore	lock;		/* read: lookups; write: rest */
+	struct task_struct	*lock_owner;	/* holder for writing */
 	struct bkc_ncache	nc;
 	struct bkc_gc		gc;
 	bool			running;	/* core open, threads up */
@@ -339,6 +345,24 @@ ssize_t bkc_emit_hsize(char *buf, u64 v);
 
 /* main.c */
 void bkc_reap(void);
+
+static inline void bkc_set_lock(struct bkc_set *set)
+{
+	down_write(&set->lock);
+	WRITE_ONCE(set->lock_owner, current);
+}
+
+static inline void bkc_set_unlock(struct bkc_set *set)
+{
+	WRITE_ONCE(set->lock_owner, NULL);
+	up_write(&set->lock);
+}
+
+/* Does the current task hold @set's lock for writing? */
+static inline bool bkc_set_locked_by_me(struct bkc_set *set)
+{
+	return READ_ONCE(set->lock_owner) == current;
+}
 
 static inline sector_t bkc_bucket_sector(struct bkc_set *set, u64 bucket,
 					 u32 off)

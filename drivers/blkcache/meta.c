@@ -258,11 +258,11 @@ static int bkc_commit(struct bkc_set *set)
 	struct bkc_journal_write w;
 	int r;
 
-	down_write(&set->lock);
+	bkc_set_lock(set);
 	r = bkc_core_journal_prepare(c, &w);
 	if (!r)
 		set->jfirst = 0;
-	up_write(&set->lock);
+	bkc_set_unlock(set);
 	if (r)
 		return r;
 	r = bkc_meta_io(set, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA |
@@ -271,10 +271,10 @@ static int bkc_commit(struct bkc_set *set)
 			w.buf, w.bytes);
 	if (r)
 		return r;
-	down_write(&set->lock);
+	bkc_set_lock(set);
 	bkc_core_journal_done(c, &w);
 	WRITE_ONCE(set->durable_seq, bkc_core_durable_seq(c));
-	up_write(&set->lock);
+	bkc_set_unlock(set);
 	bkc_journal_wake(set, false);
 	wake_up_all(&set->space_wait);
 	return 0;
@@ -289,9 +289,9 @@ static int bkc_flush_nodes(struct bkc_set *set, u64 max_pin)
 
 	for (;;) {
 		w.buf = set->node_buf;
-		down_write(&set->lock);
+		bkc_set_lock(set);
 		r = bkc_core_node_prepare(c, &w, max_pin);
-		up_write(&set->lock);
+		bkc_set_unlock(set);
 		if (r == -EAGAIN && rounds++ < 4) {
 			bkc_commit(set);
 			if (bkc_set_failed(set))
@@ -307,9 +307,9 @@ static int bkc_flush_nodes(struct bkc_set *set, u64 max_pin)
 				w.buf, w.bytes);
 		if (r)
 			return r;
-		down_write(&set->lock);
+		bkc_set_lock(set);
 		bkc_core_node_done(c, &w);
-		up_write(&set->lock);
+		bkc_set_unlock(set);
 	}
 }
 
@@ -320,15 +320,15 @@ static int bkc_write_table(struct bkc_set *set)
 	u64 b;
 	int r;
 
-	down_write(&set->lock);
+	bkc_set_lock(set);
 	r = bkc_core_table_begin(c);
-	up_write(&set->lock);
+	bkc_set_unlock(set);
 	if (r)
 		return r == -EBUSY ? 0 : r;
 	for (;;) {
-		down_write(&set->lock);
+		bkc_set_lock(set);
 		r = bkc_core_table_next(c, set->table_buf, &b, &bytes);
-		up_write(&set->lock);
+		bkc_set_unlock(set);
 		if (r <= 0)
 			break;
 		r = bkc_meta_io(set, REQ_OP_WRITE | REQ_FUA | REQ_META |
@@ -339,9 +339,9 @@ static int bkc_write_table(struct bkc_set *set)
 	}
 	if (r < 0)
 		return r;
-	down_write(&set->lock);
+	bkc_set_lock(set);
 	bkc_core_table_end(c);
-	up_write(&set->lock);
+	bkc_set_unlock(set);
 	return 0;
 }
 
@@ -403,11 +403,11 @@ static int bkc_refill(struct bkc_set *set)
 {
 	int n;
 
-	down_write(&set->lock);
+	bkc_set_lock(set);
 	n = bkc_core_refill(set->core, BKC_REFILL_SCAN, BKC_REFILL_MAX);
 	if (n > 0)
 		bkc_meta_note_record(set);
-	up_write(&set->lock);
+	bkc_set_unlock(set);
 	return n;
 }
 
@@ -428,6 +428,7 @@ static void bkc_gc_collect(void *arg, const struct bkc_key *k)
 static void bkc_gc_move_one(struct bkc_set *set, struct bkc_key *k, void *buf)
 {
 	struct bkc_core *c = set->core;
+	struct bkc_pins pins = {};
 	struct bkc_key piece;
 	u32 done = 0, off, got;
 	u64 bucket, seq;
@@ -439,10 +440,10 @@ static void bkc_gc_move_one(struct bkc_set *set, struct bkc_key *k, void *buf)
 			k->len << SECTOR_SHIFT))
 		return;
 	while (done < k->len) {
-		down_write(&set->lock);
+		bkc_set_lock(set);
 		r = bkc_core_alloc_data(c, BKC_WP_MOVE, k->len - done, &bucket,
 					&off, &got, &gen);
-		up_write(&set->lock);
+		bkc_set_unlock(set);
 		if (r)
 			return;
 		r = bkc_meta_io(set, REQ_OP_WRITE,
@@ -452,14 +453,19 @@ static void bkc_gc_move_one(struct bkc_set *set, struct bkc_key *k, void *buf)
 		piece = *k;
 		bkc_key_cut_front(&piece, done);
 		bkc_key_cut_back(&piece, got);
-		down_write(&set->lock);
+		/* the leaves first: no node read with the lock held for writing */
+		if (!r)
+			r = bkc_pins_get(set, &pins, piece.pos,
+					 bkc_key_end(&piece));
+		bkc_set_lock(set);
 		if (!r) {
 			r = bkc_core_move(c, &piece, bucket, off, gen, &seq);
 			if (r >= 0)
 				bkc_meta_note_record(set);
 		}
 		bkc_core_data_put(c, bucket);
-		up_write(&set->lock);
+		bkc_set_unlock(set);
+		bkc_pins_put(set, &pins);
 		if (r < 0)
 			return;
 		done += got;
@@ -469,15 +475,25 @@ static void bkc_gc_move_one(struct bkc_set *set, struct bkc_key *k, void *buf)
 static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
 		      void **buf)
 {
-	u32 i;
+	struct bkc_pins pins = {};
+	u32 i, budget = BKC_GC_BUDGET;
 	int r;
 
-	down_write(&set->lock);
-	if (set->gc.state == BKC_GC_IDLE)
-		bkc_gc_start(&set->gc);
-	m->nr = 0;
-	r = bkc_gc_step(&set->gc, BKC_GC_BUDGET, bkc_gc_collect, m);
-	up_write(&set->lock);
+	for (;;) {
+		/* the leaves of the step first (see bkc_set_lock()) */
+		bkc_pins_get(set, &pins, bkc_gc_pos(&set->gc), BKC_POS_MAX);
+		bkc_set_lock(set);
+		if (set->gc.state == BKC_GC_IDLE)
+			bkc_gc_start(&set->gc);
+		m->nr = 0;
+		r = bkc_gc_step(&set->gc, budget, bkc_gc_collect, m);
+		bkc_set_unlock(set);
+		bkc_pins_put(set, &pins);
+		if (r != -EDEADLK || budget < 32)
+			break;
+		/* fewer keys, so that the step's leaves fit in the pins */
+		budget /= 2;
+	}
 	if (m->nr && !*buf)
 		*buf = kvmalloc(set->sb.bucket_size, GFP_KERNEL);
 	for (i = 0; i < m->nr && *buf; i++)
@@ -603,12 +619,15 @@ static int bkc_first_key_fn(void *arg, const struct bkc_key *k)
 }
 
 /*
- * Invalidate every key of backing device id @dev_id, a window of 2^31
- * sectors at a time, starting at each next key still present.
+ * Invalidate every key of backing device id @dev_id, a window of 2^12
+ * sectors at a time (few leaves, so that their pins fit), starting at
+ * each next key still present.
  */
 int bkc_invalidate_dev(struct bkc_set *set, u32 dev_id)
 {
-	const u32 win = 1U << 31;
+	struct bkc_pins pins = {};
+	const u32 win = 1U << 12;
+	u32 tries;
 	struct bkc_first_key f;
 	u64 from = bkc_pos(dev_id, 0), to = bkc_pos(dev_id + 1, 0), seq;
 	u64 lba;
@@ -627,12 +646,19 @@ int bkc_invalidate_dev(struct bkc_set *set, u32 dev_id)
 			return 0;
 		lba = bkc_pos_lba(f.pos);
 		len = (u32)min_t(u64, win, BKC_LBA_MAX + 1 - lba);
-		for (;;) {
-			down_write(&set->lock);
+		for (tries = 0;;) {
+			/* the leaves first (see bkc_set_lock()) */
+			r = bkc_pins_get(set, &pins, f.pos, f.pos + len);
+			if (r)
+				return r;
+			bkc_set_lock(set);
 			r = bkc_core_invalidate(set->core, dev_id, lba, len, &seq);
 			if (!r)
 				bkc_meta_note_record(set);
-			up_write(&set->lock);
+			bkc_set_unlock(set);
+			bkc_pins_put(set, &pins);
+			if (r == -EDEADLK && tries++ < 8)
+				continue;
 			if (r != -EAGAIN && r != -ENOSPC)
 				break;
 			r = bkc_meta_wait_space(set, HZ);
@@ -768,8 +794,10 @@ int bkc_meta_open(struct bkc_set *set)
 		r = -ENOMEM;
 		goto fail;
 	}
-	bkc_ncache_set_sizes(&set->nc, bkc_core_node_base_bytes(c),
-			     bkc_core_node_delta_bytes(c));
+	r = bkc_ncache_set_sizes(&set->nc, bkc_core_node_base_bytes(c),
+				 bkc_core_node_delta_bytes(c));
+	if (r)
+		goto fail;
 
 	/*
 	 * A cache device whose superblock is not INITIALIZED was formatted

@@ -11,9 +11,17 @@
  *
  * get() may read a node from disk; reads are serialised by io_lock and
  * run under the tree lock's read side, which other readers share.  In
- * ->submit_bio context it never reads: it returns -EAGAIN instead.
+ * ->submit_bio context it never reads: it returns -EAGAIN instead; for a
+ * holder of the set lock for writing it returns -EDEADLK (a node read
+ * would stall all I/O of the set): such callers pin the leaves they need
+ * beforehand, under the read side (bkc_pins_get()), and while the lock is
+ * held for writing the shrinker evicts nothing.
+ *
+ * Nodes come from a mempool with a reserve for the deepest insert, so
+ * that memory pressure makes I/O wait, never fail.
  */
 #include <linux/hash.h>
+#include <linux/mempool.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -22,6 +30,7 @@
 
 struct bkc_nc_node {
 	struct bkc_node		n;	/* n.priv points back here */
+	struct bkc_ncache	*nc;
 	struct hlist_node	hash;
 	struct list_head	lru;
 	int			pins;
@@ -46,35 +55,53 @@ static struct bkc_nc_node *nc_find(struct bkc_ncache *nc, u64 bucket)
 	return NULL;
 }
 
-static struct bkc_nc_node *nc_alloc(struct bkc_ncache *nc)
+/* mempool element: a node with its buffers */
+static void *nc_elem_alloc(gfp_t gfp, void *data)
 {
-	unsigned int flags = memalloc_noio_save();
+	struct bkc_ncache *nc = data;
 	struct bkc_nc_node *x;
 
-	x = kzalloc(sizeof(*x), GFP_KERNEL);
-	if (x) {
-		x->n.base = kvzalloc(nc->base_bytes, GFP_KERNEL);
-		x->n.delta = kvzalloc(nc->delta_bytes, GFP_KERNEL);
-		if (!x->n.base || !x->n.delta) {
-			kvfree(x->n.base);
-			kvfree(x->n.delta);
-			kfree(x);
-			x = NULL;
-		}
+	x = kzalloc(sizeof(*x), gfp);
+	if (!x)
+		return NULL;
+	x->n.base = kvmalloc(nc->base_bytes, gfp);
+	x->n.delta = kvmalloc(nc->delta_bytes, gfp);
+	if (!x->n.base || !x->n.delta) {
+		kvfree(x->n.base);
+		kvfree(x->n.delta);
+		kfree(x);
+		return NULL;
 	}
-	memalloc_noio_restore(flags);
-	if (x) {
-		x->n.priv = x;
-		INIT_LIST_HEAD(&x->lru);
-	}
+	return x;
+}
+
+static void nc_elem_free(void *elem, void *data)
+{
+	struct bkc_nc_node *x = elem;
+
+	kvfree(x->n.base);
+	kvfree(x->n.delta);
+	kfree(x);
+}
+
+/* Never fails: under memory pressure it waits for the reserve. */
+static struct bkc_nc_node *nc_alloc(struct bkc_ncache *nc)
+{
+	struct bkc_nc_node *x = mempool_alloc(nc->pool, GFP_NOIO);
+	struct bkc_key *base = x->n.base, *delta = x->n.delta;
+
+	memset(x, 0, sizeof(*x));
+	x->n.base = base;
+	x->n.delta = delta;
+	x->n.priv = x;
+	x->nc = nc;
+	INIT_LIST_HEAD(&x->lru);
 	return x;
 }
 
 static void nc_free(struct bkc_nc_node *x)
 {
-	kvfree(x->n.base);
-	kvfree(x->n.delta);
-	kfree(x);
+	mempool_free(x, x->nc->pool);
 }
 
 /* Pin @x; caller holds nc->lock. */
@@ -108,6 +135,8 @@ static int nc_get(void *ctx, const struct bkc_nptr *p, u64 lo, u64 hi,
 	 */
 	if (current->bio_list)
 		return -EAGAIN;
+	if (bkc_set_locked_by_me(set))
+		return -EDEADLK;
 	/* a failed cache device is never read again */
 	if (bkc_set_failed(set))
 		return -EIO;
@@ -123,10 +152,6 @@ static int nc_get(void *ctx, const struct bkc_nptr *p, u64 lo, u64 hi,
 		goto found;
 	}
 	x = nc_alloc(nc);
-	if (!x) {
-		mutex_unlock(&nc->io_lock);
-		return -ENOMEM;
-	}
 	r = bkc_meta_io(set, REQ_OP_READ | REQ_META,
 			bkc_bucket_sector(set, p->bucket, 0), nc->io_buf,
 			nc->node_bytes);
@@ -180,8 +205,6 @@ static struct bkc_node *nc_new(void *ctx, u64 bucket)
 	struct bkc_ncache *nc = &set->nc;
 	struct bkc_nc_node *x = nc_alloc(nc);
 
-	if (!x)
-		return NULL;
 	x->n.bucket = bucket;
 	x->pins = 1;
 	x->hashed = true;
@@ -262,6 +285,13 @@ static unsigned long nc_scan(struct shrinker *s, struct shrink_control *sc)
 	unsigned long freed = 0, scanned = 0;
 	LIST_HEAD(victims);
 
+	/*
+	 * Not while the set lock is held for writing: its holder relies on
+	 * the nodes it pinned beforehand and on everything it found in
+	 * memory staying there (see the top of this file).
+	 */
+	if (!down_read_trylock(&nc->set->lock))
+		return SHRINK_STOP;
 	spin_lock(&nc->lock);
 	list_for_each_entry_safe(x, tmp, &nc->lru, lru) {
 		if (scanned++ >= sc->nr_to_scan)
@@ -274,6 +304,7 @@ static unsigned long nc_scan(struct shrinker *s, struct shrink_control *sc)
 	}
 	nc->evictions += freed;
 	spin_unlock(&nc->lock);
+	up_read(&nc->set->lock);
 	list_for_each_entry_safe(x, tmp, &victims, lru)
 		nc_free(x);
 	return freed ? freed : SHRINK_STOP;
@@ -299,10 +330,50 @@ int bkc_ncache_init(struct bkc_ncache *nc, struct bkc_set *set,
 	return 0;
 }
 
-void bkc_ncache_set_sizes(struct bkc_ncache *nc, u32 base, u32 delta)
+/* Enough nodes for the deepest insert with splits at every level. */
+#define BKC_NC_RESERVE		(2 * BKC_BTREE_MAX_DEPTH + 4)
+
+int bkc_ncache_set_sizes(struct bkc_ncache *nc, u32 base, u32 delta)
 {
 	nc->base_bytes = base;
 	nc->delta_bytes = delta;
+	nc->pool = mempool_create(BKC_NC_RESERVE, nc_elem_alloc, nc_elem_free,
+				  nc);
+	return nc->pool ? 0 : -ENOMEM;
+}
+
+/*
+ * Pin the leaves covering [from, to) of the set's tree (as many as fit in
+ * @p), under the set lock's read side, so that a change of the range made
+ * with the lock held for writing finds them in memory.  Returns 0 (also
+ * when not all fitted: the change then gets -EDEADLK and pins again), or
+ * the error of a node read.
+ */
+int bkc_pins_get(struct bkc_set *set, struct bkc_pins *p, u64 from, u64 to)
+{
+	int r;
+
+	if (p->nr == BKC_PINS_MAX)
+		return 0;
+	down_read(&set->lock);
+	r = bkc_core_pin_range(set->core, from, to, p->n + p->nr,
+			       BKC_PINS_MAX - p->nr);
+	up_read(&set->lock);
+	if (r == -E2BIG) {
+		p->nr = BKC_PINS_MAX;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	p->nr += r;
+	return 0;
+}
+
+/* Drop the pins of @p.  Needs no lock. */
+void bkc_pins_put(struct bkc_set *set, struct bkc_pins *p)
+{
+	bkc_core_unpin(set->core, p->n, p->nr);
+	p->nr = 0;
 }
 
 int bkc_ncache_start_shrinker(struct bkc_ncache *nc)
@@ -325,7 +396,7 @@ void bkc_ncache_exit(struct bkc_ncache *nc)
 
 	bkc_shrinker_destroy(nc->shrinker);
 	nc->shrinker = NULL;
-	if (nc->hash) {
+	if (nc->hash && nc->pool) {
 		for (i = 0; i < 1 << BKC_NC_HASH_BITS; i++) {
 			hlist_for_each_entry_safe(x, tmp, &nc->hash[i], hash) {
 				hlist_del(&x->hash);
@@ -333,6 +404,8 @@ void bkc_ncache_exit(struct bkc_ncache *nc)
 			}
 		}
 	}
+	mempool_destroy(nc->pool);
+	nc->pool = NULL;
 	kvfree(nc->hash);
 	kvfree(nc->io_buf);
 	nc->hash = NULL;

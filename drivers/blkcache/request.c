@@ -55,6 +55,7 @@
 #define BKC_PROMOTE_MAX_BYTES	(512U << 10)
 #define BKC_SEQ_TIMEOUT		(2 * HZ)
 #define BKC_DIRTY_FULL_PCT	95
+#define BKC_INVAL_SHIFT		12	/* invalidations in 2 MiB pieces */
 
 enum { BKC_WP_DIRTY, BKC_WP_CLEAN };
 
@@ -682,8 +683,9 @@ static void bkc_promo_work(struct work_struct *work)
 	struct bkc_promo *p = container_of(work, struct bkc_promo, work);
 	struct bkc_set *set = p->set;
 	struct bkc_core *c = set->core;
+	struct bkc_pins pins = {};
 	struct bkc_seg ext[8];
-	u32 n = 0, done = 0, i;
+	u32 n = 0, done = 0, i, tries = 0;
 	struct bkc_key k;
 	u64 seq;
 	int r = 0;
@@ -694,11 +696,11 @@ static void bkc_promo_work(struct work_struct *work)
 	}
 	/* space for the copy, in as many extents as the allocator gives */
 	while (done < p->len && n < ARRAY_SIZE(ext)) {
-		down_write(&set->lock);
+		bkc_set_lock(set);
 		r = bkc_core_alloc_data(c, BKC_WP_CLEAN, p->len - done,
 					&ext[n].bucket, &ext[n].off,
 					&ext[n].len, &ext[n].gen);
-		up_write(&set->lock);
+		bkc_set_unlock(set);
 		if (r)
 			break;
 		ext[n].lba = p->lba + done;
@@ -711,20 +713,37 @@ static void bkc_promo_work(struct work_struct *work)
 				    bkc_bucket_sector(set, ext[i].bucket,
 						      ext[i].off));
 
-	down_write(&set->lock);
-	if (!r && !bkc_epoch_dirtied(set, p->b->dev_id, p->lba, p->len,
-				     p->epoch)) {
-		for (i = 0; i < n && !r; i++) {
-			bkc_key_init(&k, p->b->dev_id, ext[i].lba, ext[i].len,
-				     ext[i].bucket, ext[i].off, ext[i].gen,
-				     false);
-			r = bkc_core_insert(c, &k, &seq);
+	/* the leaves first: no node is read with the lock held for writing */
+	if (!r)
+		r = bkc_pins_get(set, &pins, bkc_pos(p->b->dev_id, p->lba),
+				 bkc_pos(p->b->dev_id, p->lba + p->len));
+	bkc_set_lock(set);
+	i = 0;
+	while (!r && i < n && tries++ < 8 &&
+	       !bkc_epoch_dirtied(set, p->b->dev_id, p->lba, p->len,
+				  p->epoch)) {
+		bkc_key_init(&k, p->b->dev_id, ext[i].lba, ext[i].len,
+			     ext[i].bucket, ext[i].off, ext[i].gen, false);
+		r = bkc_core_insert(c, &k, &seq);
+		if (r == -EDEADLK) {
+			bkc_set_unlock(set);
+			bkc_pins_put(set, &pins);
+			r = bkc_pins_get(set, &pins,
+					 bkc_pos(p->b->dev_id, ext[i].lba),
+					 bkc_pos(p->b->dev_id,
+						 ext[i].lba + ext[i].len));
+			bkc_set_lock(set);
+			continue;
 		}
-		bkc_meta_note_record(set);
+		if (!r)
+			i++;
 	}
+	if (i)
+		bkc_meta_note_record(set);
 	for (i = 0; i < n; i++)
 		bkc_core_data_put(c, ext[i].bucket);
-	up_write(&set->lock);
+	bkc_set_unlock(set);
+	bkc_pins_put(set, &pins);
 	bkc_promo_free(p);
 }
 
@@ -875,7 +894,7 @@ static int bkc_alloc_extents(struct bkc_req *r, u32 wp)
 	u32 done = 0;
 	int ret = 0;
 
-	down_write(&set->lock);
+	bkc_set_lock(set);
 	while (done < r->sectors && r->nseg < BKC_SEGS) {
 		struct bkc_seg *seg = &r->seg[r->nseg];
 
@@ -890,7 +909,7 @@ static int bkc_alloc_extents(struct bkc_req *r, u32 wp)
 		done += seg->len;
 		r->nseg++;
 	}
-	up_write(&set->lock);
+	bkc_set_unlock(set);
 	if (!done)
 		return ret ? ret : -ENOSPC;
 	return bkc_req_trim(r, done) ? 0 : -ENOMEM;
@@ -1054,22 +1073,30 @@ static int bkc_apply(struct bkc_req *r)
 	 * over the range or forgets it.  Where that drops dirty data, the
 	 * backing device must be flushed first (design.md C3, C4).
 	 */
-	if (!(r->flags & RQ_FLUSHED) && bkc_core_dev_dirty(c, dev) &&
-	    bkc_core_lookup(c, dev, r->lba, r->sectors, bkc_has_dirty, NULL))
-		return -EINPROGRESS;
+	if (!(r->flags & RQ_FLUSHED) && bkc_core_dev_dirty(c, dev)) {
+		ret = bkc_core_lookup(c, dev, r->lba, r->sectors,
+				      bkc_has_dirty, NULL);
+		if (ret)
+			return ret < 0 ? ret : -EINPROGRESS;
+	}
 	if ((r->flags & RQ_WT) && !(r->flags & RQ_CACHE_ERR))
 		return bkc_apply_keys(r, false);
 	/* a bypassed write already looked in bkc_write() and found keys */
 	if (!(r->flags & (RQ_NOINVAL | RQ_BYPASS))) {
-		if (!bkc_core_lookup(c, dev, r->lba, r->sectors, bkc_has_key,
-				     NULL))
+		ret = bkc_core_lookup(c, dev, r->lba, r->sectors, bkc_has_key,
+				      NULL);
+		if (ret < 0)
+			return ret;
+		if (!ret)
 			r->flags |= RQ_NOINVAL;
+		ret = 0;
 	}
-	for (lba = r->lba + ((u64)r->applied << 20);
+	/* in pieces that span few leaves (their pins fit, bkc_pins_get()) */
+	for (lba = r->lba + ((u64)r->applied << BKC_INVAL_SHIFT);
 	     !(r->flags & RQ_NOINVAL) && lba < r->lba + r->sectors && !ret;
-	     lba += 1U << 20) {
+	     lba += 1U << BKC_INVAL_SHIFT) {
 		ret = bkc_core_invalidate(c, dev, lba,
-					  min_t(u64, 1U << 20,
+					  min_t(u64, 1U << BKC_INVAL_SHIFT,
 						r->lba + r->sectors - lba), &seq);
 		if (!ret) {
 			r->jseq = seq;
@@ -1138,13 +1165,19 @@ void bkc_insert_work(struct work_struct *work)
 {
 	struct bkc_set *set = container_of(work, struct bkc_set, insert_work);
 	struct llist_node *list = llist_reverse_order(llist_del_all(&set->done));
+	struct bkc_pins pins = {};
 	struct bkc_req *r, *tmp;
 	bool noted = false, defer = false;
+	u32 tries;
 	int ret;
 
 	if (!list)
 		return;
-	down_write(&set->lock);
+	/* the leaves of the batch first (see bkc_set_lock()) */
+	llist_for_each_entry(r, list, ll)
+		bkc_pins_get(set, &pins, bkc_pos(r->b->dev_id, r->lba),
+			     bkc_pos(r->b->dev_id, r->lba + r->sectors));
+	bkc_set_lock(set);
 	llist_for_each_entry(r, list, ll) {
 		if (bkc_set_failed(set)) {
 			r->flags |= RQ_PARK;
@@ -1170,13 +1203,26 @@ void bkc_insert_work(struct work_struct *work)
 			bkc_req_error(r, BLK_STS_IOERR);
 			continue;
 		}
-		for (;;) {
+		for (tries = 0;;) {
 			ret = bkc_apply(r);
+			if (ret == -EDEADLK && tries++ < 8) {
+				/* a leaf of @r is not in memory: pin it */
+				bkc_set_unlock(set);
+				bkc_pins_put(set, &pins);
+				ret = bkc_pins_get(set, &pins,
+						   bkc_pos(r->b->dev_id, r->lba),
+						   bkc_pos(r->b->dev_id,
+							   r->lba + r->sectors));
+				bkc_set_lock(set);
+				if (ret)
+					break;
+				continue;
+			}
 			if (ret != -EAGAIN && ret != -ENOSPC)
 				break;
-			up_write(&set->lock);
+			bkc_set_unlock(set);
 			ret = bkc_meta_wait_space(set, HZ / 10);
-			down_write(&set->lock);
+			bkc_set_lock(set);
 			if (ret)
 				break;
 		}
@@ -1205,7 +1251,8 @@ void bkc_insert_work(struct work_struct *work)
 	}
 	if (noted)
 		bkc_meta_note_record(set);
-	up_write(&set->lock);
+	bkc_set_unlock(set);
+	bkc_pins_put(set, &pins);
 
 	/* r may be finished (and freed) by each call: iterate safely */
 	llist_for_each_entry_safe(r, tmp, list, ll) {

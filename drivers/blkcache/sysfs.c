@@ -1021,9 +1021,9 @@ static ssize_t cache_replacement_policy_store(struct kobject *kobj,
 		set->sb.replacement = old;
 		goto out;
 	}
-	down_write(&set->lock);
+	bkc_set_lock(set);
 	r = bkc_core_set_policy(set->core, repl);
-	up_write(&set->lock);
+	bkc_set_unlock(set);
 out:
 	mutex_unlock(&bkc_lock);
 	return r ?: len;

@@ -228,18 +228,34 @@ static void bkc_wb_free_runs(struct bkc_wb_ctx *x)
 static int bkc_wb_mark_clean(struct bkc_backing *b, struct bkc_wb_ctx *x)
 {
 	struct bkc_set *set = b->set;
-	u32 i = 0;
+	struct bkc_pins pins = {};
+	u32 i = 0, tries = 0;
 	u64 seq;
 	int r = 0;
 
-	down_write(&set->lock);
+	if (!x->nkeys)
+		return 0;
+	/* the leaves first: no node is read with the lock held for writing */
+	bkc_pins_get(set, &pins, x->keys[0].pos,
+		     bkc_key_end(&x->keys[x->nkeys - 1]));
+	bkc_set_lock(set);
 	while (i < x->nkeys) {
 		r = bkc_core_mark_clean(set->core, &x->keys[i], &seq);
+		if (r == -EDEADLK && tries++ < 8) {
+			bkc_set_unlock(set);
+			bkc_pins_put(set, &pins);
+			r = bkc_pins_get(set, &pins, x->keys[i].pos,
+					 bkc_key_end(&x->keys[x->nkeys - 1]));
+			bkc_set_lock(set);
+			if (r)
+				break;
+			continue;
+		}
 		if (r == -EAGAIN || r == -ENOSPC) {
-			up_write(&set->lock);
+			bkc_set_unlock(set);
 			r = kthread_should_stop() ? -EINTR :
 				bkc_meta_wait_space(set, HZ / 10);
-			down_write(&set->lock);
+			bkc_set_lock(set);
 			if (r)
 				break;
 			continue;
@@ -250,7 +266,8 @@ static int bkc_wb_mark_clean(struct bkc_backing *b, struct bkc_wb_ctx *x)
 		i++;
 	}
 	bkc_meta_note_record(set);
-	up_write(&set->lock);
+	bkc_set_unlock(set);
+	bkc_pins_put(set, &pins);
 	return r;
 }
 

@@ -78,7 +78,7 @@ bg_collect() {
 # after_failure CACHEDEV: the checks once the set failed on a clean device.
 after_failure() {
 	local dev
-	dev=$(readlink -f "$1")
+	dev=$(lsblk -dno KNAME "$1")
 	wait_state "no cache" 30
 	[ -e /dev/cache0 ] || fail "/dev/cache0 went away"
 	[ "$(md0_sb set_uuid)" = 00000000-0000-0000-0000-000000000000 ] ||
@@ -130,7 +130,7 @@ for mode in writethrough writearound writeback; do
 done
 
 # -- 2. errors other than EIO: offline (ENODEV) and hot removal ------------
-need_module scsi_debug
+need_module sd_mod
 sd_dev() {
 	local d
 	for d in /sys/bus/pseudo/drivers/scsi_debug/adapter*/host*/target*/*/block/*; do
@@ -140,9 +140,17 @@ sd_dev() {
 modprobe -r scsi_debug 2>/dev/null || true
 modprobe scsi_debug dev_size_mb=400 max_luns=1 num_tgts=1 ||
 	fail "modprobe scsi_debug failed"
-udevadm settle 2>/dev/null || sleep 1
-SD=$(sd_dev)
-[ -n "$SD" ] && wait_for "$SD"
+# sd_wait: the newest scsi_debug disk, once its /dev node exists
+sd_wait() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		SD=$(sd_dev)
+		[ -n "$SD" ] && [ -b "$SD" ] && return 0
+		sleep 0.1
+	done
+	fail "no scsi_debug disk appeared"
+}
+sd_wait
 SDN=${SD##*/}
 for how in offline delete; do
 	log "== writethrough on scsi_debug $SD: $how"
@@ -172,10 +180,7 @@ wait_gone "$SD" 10
 
 # -- 3. ENODATA read errors: counted, retried from md0, limit --------------
 echo 1 >/sys/bus/pseudo/drivers/scsi_debug/add_host
-udevadm settle 2>/dev/null || sleep 1
-sleep 1
-SD=$(sd_dev)
-wait_for "$SD"
+sd_wait
 CACHE_DEV=$SD
 log "== medium errors on $SD"
 new_cache --writethrough
@@ -221,7 +226,7 @@ dd if=/tmp/dirty of=/dev/cache0 bs=4k skip=18 seek=5123 count=1 oflag=direct sta
 [ "$(state)" = dirty ] || fail "state '$(state)' with dirty data"
 printf '%s\n' "1048576 65536" "8388608 8192" "20983808 4096" >/tmp/lost.want
 exec 3</dev/cache0
-dmk=$(basename "$(readlink -f "$CACHE_DEV")")
+dmk=$(lsblk -dno KNAME "$CACHE_DEV")
 # below the limit first: reads fail only where the data is dirty
 echo 1000 >"$(set_attr io_error_limit)"
 dm_error "$DM"

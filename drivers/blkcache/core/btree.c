@@ -537,6 +537,28 @@ u32 bkc_btree_insert_reserve(const struct bkc_btree *t)
 	return 2 * bkc_btree_depth(t) + 2;
 }
 
+/*
+ * Can every leaf covering [from, to) be had without failing?  Descends to
+ * each of them (the caller's node cache may refuse to read one from disk
+ * now): so that an insert spanning several leaves either changes all of
+ * them or none.
+ */
+static int leaves_present(struct bkc_btree *t, u64 from, u64 to)
+{
+	struct path_ent path[BKC_BTREE_MAX_DEPTH];
+	u64 pos = from;
+	int ret;
+
+	while (pos < to) {
+		ret = descend(t, pos, 0, path);
+		if (ret)
+			return ret;
+		pos = path[0].node->hi;
+		path_release(t, path, 0);
+	}
+	return 0;
+}
+
 int bkc_btree_insert(struct bkc_btree *t, const struct bkc_key *key, u64 jseq)
 {
 	struct path_ent path[BKC_BTREE_MAX_DEPTH];
@@ -546,6 +568,18 @@ int bkc_btree_insert(struct bkc_btree *t, const struct bkc_key *key, u64 jseq)
 	if (!k.len || bkc_pos_lba(k.pos) + k.len > BKC_LBA_MAX + 1 ||
 	    bkc_pos_dev(k.pos) > BKC_MAX_DEV)
 		return -EINVAL;
+	/* a key over several leaves: all of them first, or nothing changes */
+	ret = descend(t, k.pos, 0, path);
+	if (ret)
+		return ret;
+	if (bkc_key_end(&k) > path[0].node->hi) {
+		path_release(t, path, 0);
+		ret = leaves_present(t, k.pos, bkc_key_end(&k));
+		if (ret)
+			return ret;
+	} else {
+		path_release(t, path, 0);
+	}
 	while (k.len) {
 		struct bkc_node *n;
 		u64 end;
@@ -583,6 +617,43 @@ int bkc_btree_insert(struct bkc_btree *t, const struct bkc_key *key, u64 jseq)
 	}
 	t->stats.inserts++;
 	return 0;
+}
+
+/* ---- pinning leaves for a later change ---- */
+
+int bkc_btree_pin_range(struct bkc_btree *t, u64 from, u64 to,
+			struct bkc_node **out, u32 max)
+{
+	struct path_ent path[BKC_BTREE_MAX_DEPTH];
+	u64 pos = from;
+	u32 n = 0;
+	int ret;
+
+	while (pos < to) {
+		if (n == max)
+			return -E2BIG;
+		ret = descend(t, pos, 0, path);
+		if (ret) {
+			bkc_btree_unpin(t, out, n);
+			return ret;
+		}
+		pos = path[0].node->hi;
+		/* keep the leaf (the root is always there) */
+		if (path[0].node != t->root)
+			out[n++] = path[0].node;
+		path[0].node = NULL;
+		path_release(t, path, 1);
+	}
+	return n;
+}
+
+void bkc_btree_unpin(struct bkc_btree *t, struct bkc_node **nodes, u32 n)
+{
+	u32 i;
+
+	/* each was pinned by get(), even if it became the root since */
+	for (i = 0; i < n; i++)
+		t->ops->put(t->ctx, nodes[i]);
 }
 
 /* ---- lookup and iteration ---- */

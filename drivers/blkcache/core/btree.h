@@ -166,9 +166,22 @@ static inline u32 bkc_btree_depth(const struct bkc_btree *t)
  * Insert a leaf key (or a hole) whose change is recorded in journal entry
  * @jseq (0: not journalled, e.g. GC dropping stale keys).  Existing keys
  * it overlaps are trimmed, split or replaced.  Returns 0 or -errno; on
- * -ENOSPC (no bucket for a node split) part of the key may be applied.
+ * -ENOSPC (no bucket for a node split) part of the key may be applied;
+ * when a node cannot be had (ops->get fails), nothing is.
  */
 int bkc_btree_insert(struct bkc_btree *t, const struct bkc_key *k, u64 jseq);
+
+/*
+ * Pin the leaves covering positions [from, to) (at most @max, stored in
+ * @out) until bkc_btree_unpin(), so that a later change of that range
+ * finds them in the caller's node cache.  Like a lookup, it may run
+ * concurrently with other lookups.  Returns how many were pinned, -E2BIG
+ * (with @max pinned) if more leaves cover the range, or -errno (nothing
+ * pinned).
+ */
+int bkc_btree_pin_range(struct bkc_btree *t, u64 from, u64 to,
+			struct bkc_node **out, u32 max);
+void bkc_btree_unpin(struct bkc_btree *t, struct bkc_node **nodes, u32 n);
 
 /* Buckets an insert may need for node splits right now. */
 u32 bkc_btree_insert_reserve(const struct bkc_btree *t);

@@ -189,6 +189,20 @@ static inline int bkc_core_next_dirty(struct bkc_core *c, u32 dev, u64 lba,
 	return bkc_btree_next_dirty(&c->tree, dev, lba, out, max);
 }
 
+/* Pin the leaves of [from, to) ahead of a change (btree.h). */
+static inline int bkc_core_pin_range(struct bkc_core *c, u64 from, u64 to,
+				     struct bkc_node **out, u32 max)
+{
+	return bkc_btree_pin_range(&c->tree, from, to, out, max);
+}
+
+/* Needs no lock: only the caller's node cache is involved. */
+static inline void bkc_core_unpin(struct bkc_core *c, struct bkc_node **nodes,
+				  u32 n)
+{
+	bkc_btree_unpin(&c->tree, nodes, n);
+}
+
 static inline int bkc_core_node_decode(struct bkc_core *c, struct bkc_node *n,
 				       const void *buf,
 				       const struct bkc_nptr *p, u64 lo, u64 hi)

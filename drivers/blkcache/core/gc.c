@@ -104,8 +104,11 @@ static int walk_step(struct bkc_gc *gc)
 	gc->nr_stale = 0;
 	gc->stopped = false;
 	ret = bkc_btree_iter(&c->tree, from, BKC_POS_MAX, true, scan_key, gc);
-	if (ret)
+	if (ret < 0) {
+		/* stale keys seen so far are not dropped: walk them again */
+		gc->pos = from;
 		return ret;
+	}
 	for (i = 0; i < gc->nr_stale; i++) {
 		struct bkc_key h;
 

@@ -67,6 +67,12 @@ void bkc_gc_init(struct bkc_gc *gc, struct bkc_core *c);
 void bkc_gc_start(struct bkc_gc *gc);
 /* Work on the pass for about @budget keys; see the results above. */
 int bkc_gc_step(struct bkc_gc *gc, u32 budget, bkc_gc_move_fn fn, void *arg);
+/* Where the walk of the running pass goes on (its next step's start). */
+static inline u64 bkc_gc_pos(const struct bkc_gc *gc)
+{
+	return gc->state == BKC_GC_WALK ? gc->pos : 0;
+}
+
 /* Should a pass run? (gens near the window, or buckets to move) */
 bool bkc_gc_wanted(const struct bkc_gc *gc);
 /*
