@@ -362,6 +362,13 @@ int bkc_backing_link(struct bkc_backing *b, struct bkc_set *set)
 	b->dev_id = id;
 	WRITE_ONCE(b->fo_state, BKC_FO_NONE);
 	WRITE_ONCE(b->set, set);
+	/* its set is back (the failed device returned): nothing was lost */
+	b->set_lost = false;
+	kvfree(b->lost);
+	b->lost = NULL;
+	b->nr_lost = 0;
+	b->lost_bytes = 0;
+	b->lost_partial = false;
 	list_add_tail(&b->set_node, &set->backings);
 	bkc_backing_resume(b);
 	r = bkc_wb_start(b);

@@ -98,6 +98,10 @@ power_cut() {
 	if [ -e /dev/cache0 ]; then
 		echo 1 >"$BATTR/stop" || log "stop of /dev/cache0 refused after the power cut"
 		wait_gone /dev/cache0 60
+	elif [ -e /sys/block/md0/cache/stop ]; then
+		# the failed set stopped /dev/cache0 (it had dirty data)
+		echo 1 >/sys/block/md0/cache/stop || log "stop of md0 refused after the power cut"
+		wait_gone /sys/block/md0/cache 60
 	fi
 	if [ -e "/sys/fs/blkcache/$BKC_SET" ]; then
 		echo 1 >"/sys/fs/blkcache/$BKC_SET/stop" ||

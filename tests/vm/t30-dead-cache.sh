@@ -170,13 +170,42 @@ for how in offline delete; do
 	bg_collect a b
 	dmesg | grep "blkcache: .*cache set $BKC_SET failed" | tail -n1
 	after_failure "$CACHE_DEV"
-	if [ "$how" = offline ]; then
-		echo running >"/sys/block/$SDN/device/state"
-		dmesg | grep -q "cache set $BKC_SET failed: .*(-19)" ||
-			fail "the offline device's failure did not report ENODEV"
-	fi
+	[ "$how" = offline ] && echo running >"/sys/block/$SDN/device/state"
 done
 wait_gone "$SD" 10
+
+# -- 2b. ENOSPC: a thin device whose pool runs full -------------------------
+log "== writethrough on a thin device whose pool fills up (ENOSPC)"
+need_module dm_thin_pool
+dmsetup create bkcmeta --table "0 32768 linear $BKC_SSD 0"
+dmsetup create bkcdata --table "0 262144 linear $BKC_SSD 32768"
+wait_for /dev/mapper/bkcdata
+dd if=/dev/zero of=/dev/mapper/bkcmeta bs=4k count=1 oflag=direct status=none
+# 128 MiB of real space under 1 GiB: writes past it fail with ENOSPC
+dmsetup create bkcpool --table "0 262144 thin-pool /dev/mapper/bkcmeta /dev/mapper/bkcdata 128 0 2 skip_block_zeroing error_if_no_space"
+wait_for /dev/mapper/bkcpool
+dmsetup message bkcpool 0 "create_thin 0"
+dmsetup create bkcthin --table "0 2097152 thin /dev/mapper/bkcpool 0"
+wait_for /dev/mapper/bkcthin
+CACHE_DEV=/dev/mapper/bkcthin
+new_cache --writethrough
+fill_region a 0 16 11
+check_region a 0 16 11
+bg_verify a 0 16 11
+# new data fills the cache, then the pool: every later cache write fails
+bg_write b 300 200 22 --bs=128k
+for _ in $(seq 1 150); do
+	[ "$(cat /sys/block/md0/cache/state)" = "no cache" ] && break
+	sleep 1
+done
+bg_collect a b
+dmesg | grep "blkcache: .*cache set $BKC_SET failed" | tail -n1
+dmesg | grep -q "cache set $BKC_SET failed: .*(-28)" ||
+	fail "the thin device's failure did not report ENOSPC"
+after_failure "$CACHE_DEV"
+for d in bkcthin bkcpool bkcdata bkcmeta; do
+	dm_remove "$d"
+done
 
 # -- 3. ENODATA read errors: counted, retried from md0, limit --------------
 echo 1 >/sys/bus/pseudo/drivers/scsi_debug/add_host

@@ -98,10 +98,15 @@ new_cache() {
 }
 
 # stop_all: stop /dev/cache0 and the cache set (both keep their data).
+# md0 is released too when its set failed with dirty data (it then stays
+# registered without /dev/cache0, for `running`).
 stop_all() {
 	if [ -e /dev/cache0 ]; then
 		echo 1 >"$BATTR/stop" || fail "stop of /dev/cache0 refused"
 		wait_gone /dev/cache0 60
+	elif [ -e /sys/block/md0/cache/stop ]; then
+		echo 1 >/sys/block/md0/cache/stop || fail "stop of md0 refused"
+		wait_gone /sys/block/md0/cache 60
 	fi
 	if [ -n "$BKC_SET" ] && [ -e "/sys/fs/blkcache/$BKC_SET" ]; then
 		echo 1 >"/sys/fs/blkcache/$BKC_SET/stop" || fail "stop of the set refused"

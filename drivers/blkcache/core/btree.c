@@ -1221,11 +1221,28 @@ static u32 node_resolved(struct bkc_btree *t, struct bkc_node *n,
 				cap);
 }
 
+/*
+ * Most keys two siblings at @level holding @c1 and @c2 keys may have
+ * together to be merged.  Normally they merge only when both are small.
+ * A node with nothing of its own to hold (an empty leaf, or an interior
+ * node with a single child) merges with its sibling whenever the result
+ * fits, even if that sibling is too full for an ordinary merge (an
+ * interior node may then have to split when written): else it could stay
+ * in the tree for good, as its other neighbour may live under another
+ * parent, which coalescing never reaches.
+ */
+static u32 merge_limit(const struct bkc_btree *t, u8 level, u32 c1, u32 c2)
+{
+	if (min_t(u32, c1, c2) <= (level ? 1U : 0U))
+		return t->split_keys + (level ? 1U : 0U);
+	return t->merge_keys;
+}
+
 int bkc_btree_coalesce(struct bkc_btree *t, u64 pos, u8 level)
 {
 	struct path_ent path[BKC_BTREE_MAX_DEPTH];
 	u32 cap = t->max_keys + 2 * t->delta_keys;
-	u32 limit = t->merge_keys, c1, c2, idx;
+	u32 c1, c2, idx;
 	struct bkc_node *p, *l, *r, *m;
 	struct bkc_key e;
 	int ret;
@@ -1285,10 +1302,10 @@ int bkc_btree_coalesce(struct bkc_btree *t, u64 pos, u8 level)
 	if ((l->flags | r->flags) & BKC_NODE_INFLIGHT)
 		goto out2;
 	c1 = node_resolved(t, l, t->scratch, cap);
-	if (c1 > limit)
+	if (c1 > t->split_keys)
 		goto out2;
 	c2 = node_resolved(t, r, t->scratch + c1, cap - c1);
-	if (c1 + c2 > limit)
+	if (c1 + c2 > merge_limit(t, level, c1, c2))
 		goto out2;
 	m = node_new(t, level, l->lo, r->hi, &ret);
 	if (!m)
