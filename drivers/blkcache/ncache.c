@@ -353,12 +353,21 @@ int bkc_pins_get(struct bkc_set *set, struct bkc_pins *p, u64 from, u64 to)
 {
 	int r;
 
+	down_read(&set->lock);
+	r = bkc_pins_add(set, p, from, to);
+	up_read(&set->lock);
+	return r;
+}
+
+/* bkc_pins_get() for a caller that holds the set lock's read side. */
+int bkc_pins_add(struct bkc_set *set, struct bkc_pins *p, u64 from, u64 to)
+{
+	int r;
+
 	if (p->nr == BKC_PINS_MAX)
 		return 0;
-	down_read(&set->lock);
 	r = bkc_core_pin_range(set->core, from, to, p->n + p->nr,
 			       BKC_PINS_MAX - p->nr);
-	up_read(&set->lock);
 	if (r == -E2BIG) {
 		p->nr = BKC_PINS_MAX;
 		return 0;

@@ -719,13 +719,13 @@ static void bkc_promo_work(struct work_struct *work)
 				 bkc_pos(p->b->dev_id, p->lba + p->len));
 	bkc_set_lock(set);
 	i = 0;
-	while (!r && i < n && tries++ < 8 &&
+	while (!r && i < n &&
 	       !bkc_epoch_dirtied(set, p->b->dev_id, p->lba, p->len,
 				  p->epoch)) {
 		bkc_key_init(&k, p->b->dev_id, ext[i].lba, ext[i].len,
 			     ext[i].bucket, ext[i].off, ext[i].gen, false);
 		r = bkc_core_insert(c, &k, &seq);
-		if (r == -EDEADLK) {
+		if (r == -EDEADLK && tries++ < 8) {
 			bkc_set_unlock(set);
 			bkc_pins_put(set, &pins);
 			r = bkc_pins_get(set, &pins,
@@ -1174,9 +1174,11 @@ void bkc_insert_work(struct work_struct *work)
 	if (!list)
 		return;
 	/* the leaves of the batch first (see bkc_set_lock()) */
+	down_read(&set->lock);
 	llist_for_each_entry(r, list, ll)
-		bkc_pins_get(set, &pins, bkc_pos(r->b->dev_id, r->lba),
+		bkc_pins_add(set, &pins, bkc_pos(r->b->dev_id, r->lba),
 			     bkc_pos(r->b->dev_id, r->lba + r->sectors));
+	up_read(&set->lock);
 	bkc_set_lock(set);
 	llist_for_each_entry(r, list, ll) {
 		if (bkc_set_failed(set)) {

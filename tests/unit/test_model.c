@@ -510,7 +510,8 @@ static int coalesce(struct model *m, u64 pos, u8 level)
  * Merge sweeps until nothing merges, then check node fill: every pair of
  * adjacent siblings holds more than merge_keys keys together (else they
  * would have been merged), no node is empty, no interior root has a single
- * child.
+ * child.  Every sweep starts with a flush: an over-full node is split only
+ * when written, and the halves may then merge with their neighbours.
  */
 static void fill_check(struct model *m)
 {
@@ -520,6 +521,7 @@ static void fill_check(struct model *m)
 	u8 level;
 
 	do {
+		flush_nodes(m);
 		merged = 0;
 		for (level = 0; level < m->t.root->level; level++) {
 			l.n = 0;

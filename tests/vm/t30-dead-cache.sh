@@ -75,10 +75,10 @@ bg_collect() {
 	done
 }
 
-# after_failure CACHEDEV: the checks once the set failed on a clean device.
+# after_failure KNAME: the checks once the set failed on a clean device
+# (KNAME: the kernel name of the cache device, e.g. dm-0).
 after_failure() {
-	local dev
-	dev=$(lsblk -dno KNAME "$1")
+	local dev=$1
 	wait_state "no cache" 30
 	[ -e /dev/cache0 ] || fail "/dev/cache0 went away"
 	[ "$(md0_sb set_uuid)" = 00000000-0000-0000-0000-000000000000 ] ||
@@ -124,7 +124,7 @@ for mode in writethrough writearound writeback; do
 	else
 		bg_collect a b
 	fi
-	after_failure "$CACHE_DEV"
+	after_failure "$(lsblk -dno KNAME "$CACHE_DEV")"
 	dm_remove "$DM"
 	log "$mode: survived the cache device's death"
 done
@@ -169,7 +169,7 @@ for how in offline delete; do
 	sleep 8
 	bg_collect a b
 	dmesg | grep "blkcache: .*cache set $BKC_SET failed" | tail -n1
-	after_failure "$CACHE_DEV"
+	after_failure "$SDN"
 	[ "$how" = offline ] && echo running >"/sys/block/$SDN/device/state"
 done
 wait_gone "$SD" 10
@@ -202,7 +202,7 @@ bg_collect a b
 dmesg | grep "blkcache: .*cache set $BKC_SET failed" | tail -n1
 dmesg | grep -q "cache set $BKC_SET failed: .*(-28)" ||
 	fail "the thin device's failure did not report ENOSPC"
-after_failure "$CACHE_DEV"
+after_failure "$(lsblk -dno KNAME "$CACHE_DEV")"
 for d in bkcthin bkcpool bkcdata bkcmeta; do
 	dm_remove "$d"
 done

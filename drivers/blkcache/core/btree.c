@@ -1222,14 +1222,13 @@ static u32 node_resolved(struct bkc_btree *t, struct bkc_node *n,
 }
 
 /*
- * Most keys two siblings at @level holding @c1 and @c2 keys may have
- * together to be merged.  Normally they merge only when both are small.
- * A node with nothing of its own to hold (an empty leaf, or an interior
- * node with a single child) merges with its sibling whenever the result
- * fits, even if that sibling is too full for an ordinary merge (an
- * interior node may then have to split when written): else it could stay
- * in the tree for good, as its other neighbour may live under another
- * parent, which coalescing never reaches.
+ * How many keys two siblings at @level, holding @c1 and @c2, may have
+ * together and still be merged: normally few, so that the merged node has
+ * room to grow.  But a node with nothing of its own to hold (an empty leaf,
+ * or an interior node with a single child) merges whenever the result
+ * fits, even with a sibling too full for an ordinary merge (an interior
+ * node may then have to split when written).  Else it could stay for good:
+ * its other neighbour may be under another parent, out of reach here.
  */
 static u32 merge_limit(const struct bkc_btree *t, u8 level, u32 c1, u32 c2)
 {

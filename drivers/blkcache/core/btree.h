@@ -270,8 +270,10 @@ void bkc_btree_root_committed(struct bkc_btree *t, u64 ver);
 bool bkc_btree_can_release(const struct bkc_btree *t);
 
 /*
- * Merge the node at @level covering @pos with its right sibling if both
- * are small.  Returns 1 if merged, 0 if not, -errno.
+ * Merge the node at @level covering @pos with its right sibling (the left
+ * one for a last child) if both are small, or if either is empty (a leaf)
+ * or has a single child (an interior node) and the result fits.  Returns 1
+ * if merged, 0 if not, -errno.
  */
 int bkc_btree_coalesce(struct bkc_btree *t, u64 pos, u8 level);
 
