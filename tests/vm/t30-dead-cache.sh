@@ -132,10 +132,11 @@ done
 # -- 2. errors other than EIO: offline (ENODEV) and hot removal ------------
 need_module sd_mod
 sd_dev() {
-	local d
+	local d last=
 	for d in /sys/bus/pseudo/drivers/scsi_debug/adapter*/host*/target*/*/block/*; do
-		[ -e "$d" ] && echo "/dev/${d##*/}"
-	done | tail -n1
+		[ -e "$d" ] && last=/dev/${d##*/}
+	done
+	echo "$last"
 }
 modprobe -r scsi_debug 2>/dev/null || true
 modprobe scsi_debug dev_size_mb=400 max_luns=1 num_tgts=1 ||
