@@ -530,6 +530,27 @@ if expect_ok "$CASE" -C "$DC" --discard --no-register; then
 	fi
 fi
 
+# ------------------------------------------------------ journal zeroed
+
+CASE="the journal ring is zeroed, also when formatted again with -u"
+JC=$(img jc.img 96M)
+dd if=/dev/urandom of="$JC" bs=1M count=96 conv=notrunc status=none
+if expect_ok "$CASE" -C "$JC" --no-register -u 0f0e0d0c-0b0a-4908-8706-050403020100; then
+	bs=$(field "$JC" bucket_size)
+	read -r -a jb <<<"$(field "$JC" journal_buckets)"
+	nz=0
+	for b in "${jb[@]}"; do
+		# bytes that are not zero in the bucket
+		n=$(dd if="$JC" bs="$bs" skip="$b" count=1 status=none | tr -d '\0' | wc -c)
+		nz=$((nz + n))
+	done
+	if [[ ${#jb[@]} -ge 8 && $nz == 0 ]]; then
+		pass "$CASE (${#jb[@]} buckets of $bs bytes)"
+	else
+		fail "$CASE" "${#jb[@]} journal buckets, $nz non-zero bytes"
+	fi
+fi
+
 # ------------------------------------------- loop devices (root, opt-in)
 
 if [[ ${BKC_TEST_LOOP:-0} == 1 ]]; then
