@@ -9,6 +9,7 @@
 . "$BKC_REPO/tests/vm/lib.sh"
 
 bkc_load
+# shellcheck disable=SC2119  # the default chunk
 make_raid5
 attr=/sys/block/cache0/cache
 

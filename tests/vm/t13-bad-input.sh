@@ -19,6 +19,7 @@ need_module xfs loop
 # ERRNO-TEXT, log DMESG-TEXT naming the device, and register nothing.
 expect_reg() {
 	local want=$1 dev=$2 why=$3 err before after
+	# shellcheck disable=SC2012  # names of sysfs and /dev entries
 	before=$(ls /sys/fs/blkcache /dev | sort)
 	dmesg -C
 	if err=$(bash -c "echo $dev >/sys/fs/blkcache/register" 2>&1); then
@@ -27,6 +28,7 @@ expect_reg() {
 	grep -q "$want" <<<"$err" || fail "registering $dev ($why): '$err', wanted '$want'"
 	dmesg | grep -q "blkcache: ${dev#/dev/}: .*$why" ||
 		fail "no dmesg line for $dev: $why (got: $(dmesg | grep blkcache))"
+	# shellcheck disable=SC2012
 	after=$(ls /sys/fs/blkcache /dev | sort)
 	[ "$before" = "$after" ] || fail "a failed registration of $dev changed something"
 	check_dmesg || fail "kernel complained"
