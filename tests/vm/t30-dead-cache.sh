@@ -216,7 +216,7 @@ log "== medium errors on $SD"
 new_cache --writethrough
 fill_region a 0 16 11
 check_region a 0 16 11
-echo 1000 >"$(set_attr io_error_limit)"
+echo 100000 >"$(set_attr io_error_limit)"
 e0=$(cat "$(set_attr io_errors)")
 # every read of the scsi_debug device now fails with a medium error
 blockdev --getsz "$SD" >/sys/module/scsi_debug/parameters/medium_error_count
@@ -258,7 +258,7 @@ printf '%s\n' "1048576 65536" "8388608 8192" "20983808 4096" >/tmp/lost.want
 exec 3</dev/cache0
 dmk=$(lsblk -dno KNAME "$CACHE_DEV")
 # below the limit first: reads fail only where the data is dirty
-echo 1000 >"$(set_attr io_error_limit)"
+echo 100000 >"$(set_attr io_error_limit)"
 dm_error "$DM"
 # a dirty range: EIO, never md0's stale data
 if dd if=/dev/cache0 of=/tmp/got bs=64k skip=16 count=1 iflag=direct status=none 2>/tmp/dd.err; then

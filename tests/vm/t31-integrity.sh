@@ -172,6 +172,8 @@ log "a failed RAID member during writeback lost nothing"
 # -- 6. re-format with the same set uuid -----------------------------------
 echo 1 >"$BATTR/stop"
 wait_gone /dev/cache0
+echo 1 >"$(set_attr stop)"
+wait_gone "/sys/fs/blkcache/$BKC_SET"
 new_cache --writearound
 old_set=$BKC_SET
 "$POISON_IO" fill /dev/cache0 400 8 7 || fail "fill failed"
