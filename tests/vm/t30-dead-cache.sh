@@ -88,12 +88,12 @@ after_failure() {
 		fail "no dmesg line naming md0 and ${dev##*/}"
 	[ "$(cat "$(set_attr io_errors)")" -gt 0 ] || fail "io_errors is 0"
 	# new data reads back, old data still verifies
-	fill_region new 200 8 77
-	check_region a 0 16 11
+	fill_region new 200 4 77
+	check_region a 0 8 11
 	# the failed set stops without writing to its device
 	echo 1 >"$(set_attr stop)" || fail "stop of the failed set refused"
 	wait_gone "/sys/fs/blkcache/$BKC_SET" 30
-	check_region new 200 8 77
+	check_region new 200 4 77
 	echo 1 >"$BATTR/stop" || fail "stop of /dev/cache0 refused"
 	wait_gone /dev/cache0 30
 	check_dmesg || fail "kernel complained"
@@ -104,21 +104,21 @@ for mode in writethrough writearound writeback; do
 	log "== $mode: the cache device fails with EIO"
 	CACHE_DEV=$(dm_linear "$DM" "$BKC_SSD")
 	new_cache "--$mode"
-	fill_region a 0 16 11
-	fill_region b 64 16 22
+	fill_region a 0 8 11
+	fill_region b 64 8 22
 	case $mode in
-	writearound) check_region a 0 16 11; sleep 2 ;;	# promoted
+	writearound) check_region a 0 8 11; sleep 2 ;;	# promoted
 	writeback) wait_clean 120 ;;
 	esac
 	# warm the cache with the data: reads of a hit the cache
-	check_region a 0 16 11
+	check_region a 0 8 11
 	hits=$(stat_get cache_hits)
 	[ "$hits" -gt 0 ] || fail "$mode: no cache hits before the failure"
-	bg_verify a 0 16 11
-	[ "$mode" = writeback ] || bg_write b 64 16 22
+	bg_verify a 0 8 11
+	[ "$mode" = writeback ] || bg_write b 64 8 22
 	sleep 2
 	dm_error "$DM"
-	sleep 8
+	sleep 5
 	if [ "$mode" = writeback ]; then
 		bg_collect a
 	else
@@ -157,17 +157,17 @@ for how in offline delete; do
 	log "== writethrough on scsi_debug $SD: $how"
 	CACHE_DEV=$SD
 	new_cache --writethrough
-	fill_region a 0 16 11
-	check_region a 0 16 11
-	bg_verify a 0 16 11
-	bg_write b 64 16 22
+	fill_region a 0 8 11
+	check_region a 0 8 11
+	bg_verify a 0 8 11
+	bg_write b 64 8 22
 	sleep 2
 	if [ "$how" = offline ]; then
 		echo offline >"/sys/block/$SDN/device/state"
 	else
 		echo 1 >"/sys/block/$SDN/device/delete"
 	fi
-	sleep 8
+	sleep 5
 	bg_collect a b
 	dmesg | grep "blkcache: .*cache set $BKC_SET failed" | tail -n1
 	after_failure "$SDN"
@@ -179,20 +179,20 @@ wait_gone "$SD" 10
 log "== writethrough on a thin device whose pool fills up (ENOSPC)"
 need_module dm_thin_pool
 dmsetup create bkcmeta --table "0 32768 linear $BKC_SSD 0"
-dmsetup create bkcdata --table "0 262144 linear $BKC_SSD 32768"
+dmsetup create bkcdata --table "0 131072 linear $BKC_SSD 32768"
 wait_for /dev/mapper/bkcdata
 dd if=/dev/zero of=/dev/mapper/bkcmeta bs=4k count=1 oflag=direct status=none
-# 128 MiB of real space under 1 GiB: writes past it fail with ENOSPC
-dmsetup create bkcpool --table "0 262144 thin-pool /dev/mapper/bkcmeta /dev/mapper/bkcdata 128 0 2 skip_block_zeroing error_if_no_space"
+# 64 MiB of real space under 1 GiB: writes past it fail with ENOSPC
+dmsetup create bkcpool --table "0 131072 thin-pool /dev/mapper/bkcmeta /dev/mapper/bkcdata 128 0 2 skip_block_zeroing error_if_no_space"
 wait_for /dev/mapper/bkcpool
 dmsetup message bkcpool 0 "create_thin 0"
 dmsetup create bkcthin --table "0 2097152 thin /dev/mapper/bkcpool 0"
 wait_for /dev/mapper/bkcthin
 CACHE_DEV=/dev/mapper/bkcthin
 new_cache --writethrough
-fill_region a 0 16 11
-check_region a 0 16 11
-bg_verify a 0 16 11
+fill_region a 0 8 11
+check_region a 0 8 11
+bg_verify a 0 8 11
 # new data fills the cache, then the pool: every later cache write fails
 bg_write b 300 200 22 --bs=128k
 for _ in $(seq 1 150); do
