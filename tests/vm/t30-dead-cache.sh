@@ -252,7 +252,7 @@ dd if=/tmp/dirty of=/dev/cache0 bs=64k seek=16 count=1 oflag=direct status=none
 dd if=/tmp/dirty of=/dev/cache0 bs=4k skip=16 seek=2048 count=1 oflag=direct status=none
 dd if=/tmp/dirty of=/dev/cache0 bs=4k skip=17 seek=2049 count=1 oflag=direct status=none
 dd if=/tmp/dirty of=/dev/cache0 bs=4k skip=18 seek=5123 count=1 oflag=direct status=none
-[ "$(dirty_sectors)" = $((80 * 2)) ] || fail "dirty sectors $(dirty_sectors), expected 160"
+[ "$(dirty_sectors)" = $((76 * 2)) ] || fail "dirty sectors $(dirty_sectors), expected 152"
 [ "$(state)" = dirty ] || fail "state '$(state)' with dirty data"
 printf '%s\n' "1048576 65536" "8388608 8192" "20983808 4096" >/tmp/lost.want
 exec 3</dev/cache0
@@ -287,7 +287,7 @@ exec 3<&-
 	fail "state '$(cat /sys/block/md0/cache/state)' after losing dirty data"
 cat /sys/block/md0/cache/lost_dirty >/tmp/lost.got
 diff /tmp/lost.want /tmp/lost.got >&2 || fail "lost_dirty is not the dirty ranges"
-dmesg | grep -q "blkcache: md0: cache set $BKC_SET on $dmk failed holding 81920 bytes of dirty data of cache0: cache0 stopped" ||
+dmesg | grep -q "blkcache: md0: cache set $BKC_SET on $dmk failed holding 77824 bytes of dirty data of cache0: cache0 stopped" ||
 	fail "no dmesg line about the lost dirty data"
 dmesg | grep -q "blkcache: md0: lost dirty data of cache0: bytes 8388608-8396799 (8192 bytes)" ||
 	fail "dmesg does not list the lost ranges"

@@ -152,12 +152,17 @@ fio --output=/tmp/fio-raid.out --eta=never --name=raid --filename=/dev/cache0 \
 	--do_verify=0 || { cat /tmp/fio-raid.out; fail "writing the dirty data failed"; }
 d=$(dirty_sectors)
 [ "$d" -gt $((60 * 2048)) ] || fail "only $d sectors dirty"
+# slow enough that the member fails in the middle of it
+echo 4M >"$BATTR/writeback_rate_max"
 echo 0 >"$BATTR/writeback_percent"
 echo 1 >"$BATTR/writeback_running"
-sleep 2
+sleep 3
 read -r -a hdds <<<"$BKC_HDDS"
 mdadm "$BKC_MD" --fail "${hdds[0]}" || fail "mdadm --fail failed"
-log "failed ${hdds[0]} with $(dirty_sectors) of $d sectors still dirty"
+left=$(dirty_sectors)
+log "failed ${hdds[0]} with $left of $d sectors still dirty"
+[ "$left" -gt 0 ] || fail "writeback was over before the member failed"
+echo 0 >"$BATTR/writeback_rate_max"
 wait_clean 300
 grep -q degraded /proc/mdstat || grep -q "_" /proc/mdstat || fail "md0 is not degraded"
 echo 1 >"$BATTR/detach"
@@ -176,6 +181,7 @@ echo 1 >"$(set_attr stop)"
 wait_gone "/sys/fs/blkcache/$BKC_SET"
 new_cache --writearound
 old_set=$BKC_SET
+echo 0 >"$BATTR/sequential_cutoff"
 "$POISON_IO" fill /dev/cache0 400 8 7 || fail "fill failed"
 set_mode writeback
 echo 0 >"$BATTR/writeback_running"
