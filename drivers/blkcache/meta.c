@@ -813,10 +813,17 @@ int bkc_meta_open(struct bkc_set *set)
 			r = bkc_core_format(c);
 	}
 	if (r) {
-		bkc_err(bdev, "cannot %s the cache metadata: %s (%d)",
-			fresh ? "format" : "replay",
-			r == -ENOENT ? "no valid journal entry" : "bad metadata",
-			r);
+		u64 bad;
+		const char *why = bkc_core_open_why(c, &bad);
+
+		if (fresh)
+			bkc_err(bdev, "cannot format the cache metadata (%d)", r);
+		else if (why && strstr(why, "btree"))
+			bkc_err(bdev, "cannot replay the cache metadata: %s (bucket %llu) (%d)",
+				why, bad, r);
+		else
+			bkc_err(bdev, "cannot replay the cache metadata: %s (%d)",
+				why ? why : "bad metadata", r);
 		if (r == -ENOENT)
 			r = -EUCLEAN;
 		goto fail;
@@ -879,6 +886,9 @@ void bkc_meta_close(struct bkc_set *set)
 	if (set->meta) {
 		kthread_stop(set->meta);
 		set->meta = NULL;
+		bkc_set_lock(set);
+		bkc_core_set_closing(set->core);
+		bkc_set_unlock(set);
 		if (set->running && (bkc_checkpoint(set) ||
 				     bkc_flush_nodes(set, 0)))
 			bkc_err(set->dev.bdev,

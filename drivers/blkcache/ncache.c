@@ -160,8 +160,11 @@ static int nc_get(void *ctx, const struct bkc_nptr *p, u64 lo, u64 hi,
 					 hi);
 	if (r) {
 		mutex_unlock(&nc->io_lock);
-		bkc_err(set->dev.bdev, "btree node in bucket %llu: %s (%d)",
-			p->bucket, r == -EIO ? "read error" : "invalid", r);
+		/* at registration, the replay's one line says it (meta.c) */
+		if (READ_ONCE(set->running))
+			bkc_err(set->dev.bdev, "btree node in bucket %llu: %s (%d)",
+				p->bucket, r == -EIO ? "read error" : "invalid",
+				r);
 		nc_free(x);
 		return r;
 	}

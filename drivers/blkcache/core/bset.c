@@ -377,6 +377,7 @@ int bkc_node_decode(const struct bkc_geom *g, const void *buf, u32 bytes,
 	u16 cnt[BKC_NODE_MAX_BSETS];
 	struct bkc_bset_info w = *want;
 	u32 off = 0, nb = 0, n, csum, prev = 0;
+	u64 node_seq = 0;
 	int ret;
 
 	memset(img, 0, sizeof(*img));
@@ -398,15 +399,29 @@ int bkc_node_decode(const struct bkc_geom *g, const void *buf, u32 bytes,
 		if (ret) {
 			if (!nb)
 				return ret;
-			break;		/* end of the chain, or a torn append */
+			/*
+			 * The end of the chain, unless what is here belongs to
+			 * this node: then it is a torn append or damage.  A
+			 * stale bset of an earlier node in the bucket has
+			 * another node_seq and another previous checksum.
+			 */
+			img->torn = le64_to_cpu(b->node_seq) == node_seq ||
+				(le64_to_cpu(b->magic) ==
+				 (BKC_BSET_MAGIC ^ g->set_magic) &&
+				 le32_to_cpu(b->offset) == off &&
+				 le16_to_cpu(b->idx) == nb &&
+				 le32_to_cpu(b->prev_csum) == prev);
+			break;
 		}
 		if (n > 0xffff)
 			return -EUCLEAN;
 		ret = bset_keys_check(g, b, n, w.level > 0, nb == 0, &w);
 		if (ret)
 			return ret;
-		if (!nb)
+		if (!nb) {
 			img->journal_seq = le64_to_cpu(b->journal_seq);
+			node_seq = le64_to_cpu(b->node_seq);
+		}
 		else
 			img->journal_seq = max_t(u64, img->journal_seq,
 						 le64_to_cpu(b->journal_seq));

@@ -71,6 +71,13 @@ struct bkc_node_image {
 	u32	nbsets;
 	u32	last_csum;
 	u64	journal_seq;	/* newest journal_seq of the bsets read */
+	/*
+	 * The chain ended at a bset of this very node (its node_seq, or its
+	 * place in the chain) that failed its checks: a torn append, or a
+	 * damaged bset.  Its keys and those of any later bset are not in
+	 * the output.
+	 */
+	bool	torn;
 };
 
 /*

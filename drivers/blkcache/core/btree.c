@@ -81,12 +81,15 @@ static int child_get(struct bkc_btree *t, struct bkc_node *p, u32 i,
 
 	child_ptr(p, i, &cp, &lo, &hi);
 	ret = t->ops->get(t->ctx, &cp, lo, hi, out);
-	if (ret)
+	if (ret) {
+		t->bad_bucket = cp.bucket;
 		return ret;
+	}
 	if ((*out)->lo != lo || (*out)->hi != hi ||
 	    (*out)->level != cp.level || (*out)->bucket != cp.bucket) {
 		t->ops->put(t->ctx, *out);
 		*out = NULL;
+		t->bad_bucket = cp.bucket;
 		return -EUCLEAN;
 	}
 	return 0;
@@ -1526,6 +1529,7 @@ int bkc_btree_open(struct bkc_btree *t, const struct bkc_nptr *root)
 	struct bkc_node *n;
 	int ret;
 
+	t->bad_bucket = root->bucket;
 	if (root->level >= BKC_BTREE_MAX_DEPTH)
 		return -EUCLEAN;
 	ret = t->ops->get(t->ctx, root, 0, BKC_POS_MAX, &n);
@@ -1560,6 +1564,9 @@ int bkc_btree_node_decode(struct bkc_btree *t, struct bkc_node *n,
 			      n->base, t->max_keys, &img);
 	if (ret)
 		return ret;
+	/* a damaged bset is never cut off silently (see t->lenient) */
+	if (img.torn && !t->lenient)
+		return -EBADMSG;
 	n->bucket = p->bucket;
 	n->gen = p->gen;
 	n->seq = le64_to_cpu(b0->node_seq);
@@ -1577,5 +1584,10 @@ int bkc_btree_node_decode(struct bkc_btree *t, struct bkc_node *n,
 	n->dnext = NULL;
 	n->dprev = NULL;
 	n->flags = 0;
+	if (img.torn) {
+		/* rewritten whole by the checkpoint after the replay */
+		n->flags = BKC_NODE_REWRITE;
+		mark_dirty(t, n, 0);
+	}
 	return 0;
 }

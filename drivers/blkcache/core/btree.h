@@ -131,6 +131,14 @@ struct bkc_btree {
 	u64		node_seq;	/* next node_seq */
 	u64		open_seq;	/* journal entry now being filled */
 	bool		no_account;	/* replay: do not update counts */
+	/*
+	 * Replay of a journal not closed cleanly: a node whose last bset is
+	 * torn (a write cut by the crash; the journal still has its keys)
+	 * is taken without it and rewritten.  Otherwise such a node is
+	 * damaged and refused.
+	 */
+	bool		lenient;
+	u64		bad_bucket;	/* of the last node that failed to load */
 
 	struct bkc_key	*scratch;	/* max_keys + 2 * delta_keys */
 	struct bkc_node	*dirty[BKC_BTREE_MAX_DEPTH];

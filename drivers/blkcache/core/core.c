@@ -200,16 +200,22 @@ static int open_run(struct bkc_core *c, struct bkc_jent *run, u32 nrun)
 	int ret;
 
 	/* the newest entry names the root and the table */
+	c->open_why = "a journal entry changed since it was read";
 	ret = read_entry(c, &run[nrun - 1], &h);
 	if (ret)
 		return ret;
+	/* only a crash can have cut a node write short */
+	c->tree.lenient = !(h.flags & BKC_JSET_F_CLEAN);
 	if (h.table_ptr) {
+		c->open_why = "the bucket table is invalid";
 		ret = load_table(c, h.table_ptr, h.table_seq);
 		if (ret)
 			return ret;
+		c->open_why = "the bucket table is older than the journal";
 		if (h.last_seq > h.table_seq)
 			return -EUCLEAN;	/* gen records missing */
 	}
+	c->open_why = "a journal entry changed since it was read";
 	c->alloc.clock = h.clock;
 	for (i = 0; i < nrun; i++) {
 		ret = read_entry(c, &run[i], &h);
@@ -231,14 +237,17 @@ static int open_run(struct bkc_core *c, struct bkc_jent *run, u32 nrun)
 		root.gen = h.root_ptr >> BKC_PTR_GEN_SHIFT;
 		root.seq = h.root_seq;
 		root.level = h.root_level;
+		c->open_why = "the btree root is invalid";
 		ret = bkc_btree_open(&c->tree, &root);
 		if (ret)
 			return ret;
 		/* every durable node and key: counts and references */
+		c->open_why = "a btree node is invalid";
 		ret = bkc_btree_walk_nodes(&c->tree, mark_node, &c->alloc);
 		if (ret)
 			return ret;
 	}
+	c->open_why = "a journal entry changed since it was read";
 	for (i = 0; i < nrun; i++) {
 		ret = read_entry(c, &run[i], &h);
 		if (ret)
@@ -255,10 +264,12 @@ static int open_run(struct bkc_core *c, struct bkc_jent *run, u32 nrun)
 		ret = read_entry(c, &run[i], &h);
 		if (ret)
 			return ret;
+		c->open_why = "a journal key does not fit the tree";
 		ret = bkc_journal_entry_walk(c->rbuf, replay_key, NULL, c);
 		if (ret)
 			return ret;
 	}
+	c->open_why = NULL;
 	return 0;
 }
 
@@ -277,6 +288,7 @@ int bkc_core_open(struct bkc_core *c)
 	ret = bkc_journal_scan_begin(&c->journal);
 	if (ret)
 		goto out;
+	c->open_why = "a journal bucket cannot be read";
 	for (i = 0; i < c->nr_jbuckets; i++) {
 		ret = c->ops->read(c->ctx, c->jbuckets[i], 0, c->rbuf,
 				   c->bucket_bytes);
@@ -290,10 +302,13 @@ int bkc_core_open(struct bkc_core *c)
 		ret = -ENOMEM;
 		goto out;
 	}
+	c->open_why = "no valid journal entry";
 	ret = bkc_journal_pick(&c->journal, run, &nrun);
 	if (ret)
 		goto out;
 	ret = open_run(c, run, nrun);
+	/* runtime node reads are of fully written nodes */
+	c->tree.lenient = false;
 out:
 	bkc_journal_scan_end(&c->journal);
 	bkc_kvfree(run);
@@ -509,6 +524,9 @@ int bkc_core_journal_prepare(struct bkc_core *c, struct bkc_journal_write *w)
 	h.table_ptr = c->table.ptr;
 	h.table_seq = c->table.seq;
 	h.clock = c->alloc.clock;
+	/* a clean shutdown: every node change is on disk, none in flight */
+	if (c->closing && !bkc_btree_dirty(&c->tree))
+		h.flags |= BKC_JSET_F_CLEAN;
 	ret = bkc_journal_commit_prepare(&c->journal, &h, w);
 	if (ret)
 		return ret;

@@ -78,6 +78,8 @@ struct bkc_core {
 	u8			*rbuf;		/* bucket_bytes, open only */
 	u64			*tptrs;		/* table bucket list, open only */
 	struct bkc_core_stats	stats;
+	bool			closing;	/* commits may say CLEAN */
+	const char		*open_why;	/* why bkc_core_open() failed */
 };
 
 int bkc_core_init(struct bkc_core *c, const struct bkc_sb_info *sb,
@@ -269,6 +271,20 @@ static inline u64 bkc_core_flush_seq(const struct bkc_core *c)
 static inline bool bkc_core_want_refill(const struct bkc_core *c)
 {
 	return bkc_alloc_want_invalidate(&c->alloc);
+}
+
+/* The set is shutting down cleanly: its last commit says so. */
+static inline void bkc_core_set_closing(struct bkc_core *c)
+{
+	c->closing = true;
+}
+
+/* What bkc_core_open() could not load, or NULL; its node's bucket. */
+static inline const char *bkc_core_open_why(const struct bkc_core *c,
+					    u64 *bucket)
+{
+	*bucket = c->tree.bad_bucket;
+	return c->open_why;
 }
 
 static inline int bkc_core_set_policy(struct bkc_core *c, u32 repl)

@@ -201,7 +201,7 @@ int bkc_journal_commit_prepare(struct bkc_journal *j,
 	js->table_seq = cpu_to_le64(h->table_seq);
 	js->nr_recs = cpu_to_le32(j->nr_recs);
 	js->root_level = h->root_level;
-	js->flags = 0;
+	js->flags = h->flags & BKC_JSET_F_SUPP;
 	js->pad0 = 0;
 	js->clock = cpu_to_le32(h->clock);
 	js->pad1 = 0;
@@ -266,11 +266,13 @@ int bkc_journal_entry_check(const struct bkc_geom *g, const void *buf,
 	h->table_seq = le64_to_cpu(js->table_seq);
 	h->nr_recs = le32_to_cpu(js->nr_recs);
 	h->root_level = js->root_level;
+	h->flags = js->flags;
 	h->clock = le32_to_cpu(js->clock);
 	h->bytes = bytes;
 	if (!h->seq || !h->last_seq || h->last_seq > h->seq)
 		return -EUCLEAN;
-	if (js->flags || js->pad0 || js->pad1 || js->pad2[0] || js->pad2[1])
+	if ((js->flags & ~BKC_JSET_F_SUPP) || js->pad0 || js->pad1 ||
+	    js->pad2[0] || js->pad2[1])
 		return -EUCLEAN;
 	if (h->root_level >= MAX_LEVEL)
 		return -EUCLEAN;

@@ -29,6 +29,7 @@ struct bkc_jset_info {
 	u32	nr_recs;
 	u32	bytes;
 	u8	root_level;
+	u8	flags;		/* BKC_JSET_F_* */
 };
 
 /* A valid entry found by the scan. */

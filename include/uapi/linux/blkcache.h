@@ -184,6 +184,13 @@ struct bkc_bkey {
 /* "BKCBSET\0" and friends, XORed with the set magic on disk */
 #define BKC_BSET_MAGIC		0x0054455342434b42ULL
 #define BKC_JSET_MAGIC		0x0054455341434b42ULL
+/*
+ * struct bkc_jset flags.  CLEAN: written by a clean shutdown, with every
+ * btree node change on disk and no node write in flight, so any damaged
+ * bset found in a node is corruption, never a torn append.
+ */
+#define BKC_JSET_F_CLEAN	(1U << 0)
+#define BKC_JSET_F_SUPP		BKC_JSET_F_CLEAN
 #define BKC_TABLE_MAGIC		0x004c425441434b42ULL
 
 /**
@@ -254,7 +261,7 @@ struct bkc_jset {
 	__le64	table_seq;	/* 0x38 journal seq the table was taken at */
 	__le32	nr_recs;	/* 0x40 records that follow */
 	__u8	root_level;	/* 0x44 */
-	__u8	flags;		/* 0x45 none defined, zero */
+	__u8	flags;		/* 0x45 BKC_JSET_F_* */
 	__le16	pad0;		/* 0x46 zero */
 	__le32	clock;		/* 0x48 replacement clock */
 	__le32	pad1;		/* 0x4c zero */
