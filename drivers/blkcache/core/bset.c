@@ -421,10 +421,10 @@ int bkc_node_decode(const struct bkc_geom *g, const void *buf, u32 bytes,
 		if (!nb) {
 			img->journal_seq = le64_to_cpu(b->journal_seq);
 			node_seq = le64_to_cpu(b->node_seq);
-		}
-		else
+		} else {
 			img->journal_seq = max_t(u64, img->journal_seq,
 						 le64_to_cpu(b->journal_seq));
+		}
 		offs[nb] = off;
 		cnt[nb] = n;
 		nb++;
