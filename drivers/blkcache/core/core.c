@@ -260,7 +260,13 @@ static int open_run(struct bkc_core *c, struct bkc_jent *run, u32 nrun)
 		if (ret)
 			return ret;
 	}
-	for (i = 0; i < nrun; i++) {
+	/*
+	 * After a clean shutdown the nodes hold every key already.  Not
+	 * replaying them also keeps the nodes clean until the first commit
+	 * of this run, so that no node is appended to while the newest entry
+	 * still says CLEAN (a torn append then would look like damage).
+	 */
+	for (i = 0; i < nrun && c->tree.lenient; i++) {
 		ret = read_entry(c, &run[i], &h);
 		if (ret)
 			return ret;
