@@ -37,8 +37,12 @@ module:
 SBEDIT := tests/vm/sbedit
 CRASH_IO := tests/vm/crash-io
 POISON_IO := tests/vm/poison-io
+METAMAP := tests/vm/metamap
+METAMAP_SRC := tests/vm/metamap.c \
+	$(addprefix drivers/blkcache/core/,sb.c key.c bset.c btree.c alloc.c \
+	policy.c journal.c table.c core.c gc.c decay.c) tools/lib/crc32c.c
 
-tools: $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO) $(POISON_IO)
+tools: $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO) $(POISON_IO) $(METAMAP)
 
 $(SBEDIT): tests/vm/sbedit.c drivers/blkcache/core/sb.c tools/lib/crc32c.c \
 		$(MAKE_CACHE_HDR)
@@ -49,6 +53,10 @@ $(CRASH_IO): tests/vm/crash-io.c
 
 $(POISON_IO): tests/vm/poison-io.c
 	$(CC) $(USER_CFLAGS) -pthread -o $@ $<
+
+$(METAMAP): $(METAMAP_SRC) $(wildcard drivers/blkcache/core/*.h) \
+		$(MAKE_CACHE_HDR)
+	$(CC) $(USER_CFLAGS) -o $@ $(METAMAP_SRC)
 
 $(MAKE_CACHE): $(MAKE_CACHE_SRC) $(MAKE_CACHE_HDR)
 	$(CC) $(USER_CFLAGS) -o $@ $(MAKE_CACHE_SRC) -lblkid -luuid
@@ -70,5 +78,5 @@ demo:
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean >/dev/null 2>&1
-	rm -f $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO) $(POISON_IO)
+	rm -f $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO) $(POISON_IO) $(METAMAP)
 	$(MAKE) -C tests/unit clean 2>/dev/null || true
