@@ -44,7 +44,10 @@ static void bkc_set_fail_work(struct work_struct *work)
 	if (!set->dead)
 		bkc_set_failover(set);
 	mutex_unlock(&bkc_lock);
-	bkc_reap();
+	/*
+	 * No bkc_reap() here: the failover kills nothing, and a reap from
+	 * this work could be the one that cancels this very work.
+	 */
 }
 
 void bkc_set_fail_init(struct bkc_set *set)
