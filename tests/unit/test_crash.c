@@ -196,6 +196,8 @@ static void commit_async(struct world *w, bool wait)
 	ret = bkc_core_journal_prepare(w->c, &w->jw);
 	if (ret == -ENOSPC || ret == -EBUSY)
 		return;		/* caller flushes nodes and retries */
+	if (ret == -EAGAIN)
+		return;		/* an entry without records saying nothing new */
 	REQUIRE(ret == 0);
 	w->jpending = true;
 	if (wait || !w->async || rnd(w, 2))

@@ -40,7 +40,9 @@ static int commit(struct bkc_journal *j, u32 nkeys, u64 lag,
 		struct bkc_key k;
 
 		bkc_key_init(&k, 1, j->seq * 100 + i, 8, 100 + i, 0, 1, true);
-		REQUIRE(bkc_journal_add_key(j, &k) == 0);
+		ret = bkc_journal_add_key(j, &k);
+		if (ret)
+			return ret;	/* no room in the ring for more */
 	}
 	h.last_seq = j->seq > lag ? j->seq - lag : 1;
 	ret = bkc_journal_commit_prepare(j, &h, w);
@@ -81,10 +83,63 @@ static void test_fill_and_wrap(void)
 	CHECK_EQ(ret, -ENOSPC);
 	CHECK(i >= 3 * (BB / 1024) - 1);
 	CHECK(bkc_journal_fill(&j) >= 192);
-	/* an empty entry still fits the open bucket's tail; a full one not */
+	/* no key fits any more, but the reserve after the last entry does */
+	CHECK(!bkc_journal_room(&j, 1, 0));
 	CHECK_EQ(pick(&j, run, &n), 0);
 	CHECK_EQ(run[0].seq, 1);
 	CHECK_EQ(run[n - 1].seq, i);
+	bkc_journal_scan_end(&j);
+	{
+		/* entries without records: the one naming a new root ... */
+		struct bkc_jset_info h = { .last_seq = 1, .root_ptr = 7 };
+
+		CHECK_EQ(bkc_journal_commit_prepare(&j, &h, &w), 0);
+		bkc_journal_commit_done(&j, &w);
+		/* ... one saying nothing new is not written ... */
+		h = (struct bkc_jset_info){ .last_seq = 1, .root_ptr = 7 };
+		CHECK_EQ(bkc_journal_commit_prepare(&j, &h, &w), -EAGAIN);
+		/* ... one taking the last block without giving back: no */
+		h = (struct bkc_jset_info){ .last_seq = 1, .root_ptr = 8 };
+		CHECK_EQ(bkc_journal_commit_prepare(&j, &h, &w), -ENOSPC);
+		/* ... the one whose last_seq gives the ring back: yes */
+		h = (struct bkc_jset_info){ .last_seq = i + 1, .root_ptr = 8 };
+		CHECK_EQ(bkc_journal_commit_prepare(&j, &h, &w), 0);
+		bkc_journal_commit_done(&j, &w);
+		CHECK(bkc_journal_room(&j, 20, 0));
+		CHECK(bkc_journal_fill(&j) <= 256 / NR);
+	}
+	bkc_journal_exit(&j);
+
+	/*
+	 * Entries of 2 KiB: in the last bucket the second one fills only up
+	 * to the reserve, so the ring refuses the key that does not fit, not
+	 * the commit.  The entry holding what was added keeps its place, so
+	 * that it can always be committed (node writes wait for it before
+	 * the ring can be reclaimed).
+	 */
+	memset(ring, 0, sizeof(ring));
+	REQUIRE(bkc_journal_init(&j, &g, buckets, NR, 2048) == 0);
+	for (i = 0; i < 100; i++) {
+		ret = commit(&j, 60, ~0ULL, &w);
+		if (ret)
+			break;
+	}
+	CHECK_EQ(ret, -ENOSPC);
+	CHECK(!bkc_journal_empty(&j));
+	CHECK(!bkc_journal_room(&j, 20, 0));
+	{
+		struct bkc_jset_info h = { .last_seq = 1 };
+
+		CHECK_EQ(bkc_journal_commit_prepare(&j, &h, &w), 0);
+		/* two blocks stay for the entries that make room */
+		CHECK_EQ(w.offset + w.bytes, BB - 2 * 512);
+		memcpy(ring[idx_of(w.bucket)] + w.offset, w.buf, w.bytes);
+		bkc_journal_commit_done(&j, &w);
+	}
+	CHECK(!bkc_journal_room(&j, 1, 0));
+	CHECK_EQ(pick(&j, run, &n), 0);
+	CHECK_EQ(run[0].seq, 1);
+	CHECK_EQ(run[n - 1].seq, i + 1);
 	bkc_journal_scan_end(&j);
 	bkc_journal_exit(&j);
 
@@ -103,6 +158,41 @@ static void test_fill_and_wrap(void)
 	CHECK_EQ(commit(&j, 3, 2, &w), 0);
 	CHECK_EQ(w.seq, 201);
 	bkc_journal_scan_end(&j);
+	bkc_journal_exit(&j);
+}
+
+/*
+ * Blocks as large as buckets: every entry takes a bucket, so the reserve
+ * for the entries without records is two whole buckets.
+ */
+static void test_bucket_blocks(void)
+{
+	struct bkc_geom g4 = g;
+	struct bkc_journal j;
+	struct bkc_journal_write w;
+	struct bkc_jset_info h;
+	u32 i;
+	int ret = 0;
+
+	g4.block_bytes = BB;
+	memset(ring, 0, sizeof(ring));
+	REQUIRE(bkc_journal_init(&j, &g4, buckets, NR, BB) == 0);
+	for (i = 0; i < 10; i++) {
+		ret = commit(&j, 1, ~0ULL, &w);
+		if (ret)
+			break;
+	}
+	CHECK_EQ(ret, -ENOSPC);
+	CHECK_EQ(i, NR - 2);
+	h = (struct bkc_jset_info){ .last_seq = 1, .root_ptr = 7 };
+	CHECK_EQ(bkc_journal_commit_prepare(&j, &h, &w), 0);
+	bkc_journal_commit_done(&j, &w);
+	h = (struct bkc_jset_info){ .last_seq = 1, .root_ptr = 8 };
+	CHECK_EQ(bkc_journal_commit_prepare(&j, &h, &w), -ENOSPC);
+	h = (struct bkc_jset_info){ .last_seq = 4, .root_ptr = 8 };
+	CHECK_EQ(bkc_journal_commit_prepare(&j, &h, &w), 0);
+	bkc_journal_commit_done(&j, &w);
+	CHECK(bkc_journal_room(&j, 1, 0));
 	bkc_journal_exit(&j);
 }
 
@@ -200,6 +290,7 @@ static void test_records(void)
 int main(void)
 {
 	test_fill_and_wrap();
+	test_bucket_blocks();
 	test_torn_and_corrupt();
 	test_records();
 	return tcheck_done("test_journal");

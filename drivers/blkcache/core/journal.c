@@ -87,6 +87,7 @@ void bkc_journal_reset(struct bkc_journal *j)
 	j->durable_seq = 0;
 	j->durable_last = 0;
 	j->min_last_seq = 0;
+	j->prev_valid = false;
 	j->inflight = false;
 	j->fill = 0;
 	reset_fill(j);
@@ -94,15 +95,97 @@ void bkc_journal_reset(struct bkc_journal *j)
 
 /* ---- building entries ---- */
 
+/* Will ring bucket @idx be free once an entry with @last is durable? */
+static bool ring_free(const struct bkc_journal *j, u32 idx, u64 last)
+{
+	return idx != j->cur &&
+	       !(j->bucket_seq[idx] && j->bucket_seq[idx] >= last);
+}
+
+/* Blocks of the free ring buckets right after bucket @idx, up to @want. */
+static u32 free_after(const struct bkc_journal *j, u32 idx, u64 last,
+		      u32 want)
+{
+	u32 per = j->bucket_bytes / j->geom.block_bytes, n = 0, i = idx;
+
+	while (n < want) {
+		i = (i + 1) % j->nr;
+		if (i == idx || !ring_free(j, i, last))
+			break;
+		n += per;
+	}
+	return n;
+}
+
+/*
+ * Where an entry of @bytes goes: after the entry before it in the same
+ * bucket, or at the start of the next bucket if the ring no longer needs
+ * that one once an entry with @last is durable.  Room for @tail blocks
+ * must stay after it, for the entries without records that make room
+ * again (see entry_limit()).
+ */
+static bool entry_place(const struct bkc_journal *j, u32 bytes, u64 last,
+			u32 tail, u32 *idx, u32 *off)
+{
+	u32 padded = round_block(j, bytes), bs = j->geom.block_bytes, room;
+
+	*idx = j->cur;
+	*off = j->cur_off;
+	if (*off + padded > j->bucket_bytes) {
+		*idx = (j->cur + 1) % j->nr;
+		*off = 0;
+		if (!ring_free(j, *idx, last))
+			return false;
+	}
+	room = (j->bucket_bytes - *off - padded) / bs;
+	return room >= tail || room + free_after(j, *idx, last, tail - room) >= tail;
+}
+
+/*
+ * Blocks kept free after an entry with records, for entries with none:
+ * the one that names the nodes written to make room (new root, table),
+ * and the one whose last_seq then gives the ring back.
+ */
+#define RESERVE_BLOCKS	2U
+
+/*
+ * Bytes the entry being filled may grow to.  It must always be possible
+ * to commit it: the node writes that make room in the ring wait for the
+ * records of their keys to be durable, so an entry with no place to go
+ * would wait for itself.  Computed with the durable last_seq; the entry's
+ * own can only be newer, and the ring only frees up until the entry is
+ * frozen, so the place stays.
+ */
+static u32 entry_limit(const struct bkc_journal *j)
+{
+	u32 bs = j->geom.block_bytes, left = j->bucket_bytes - j->cur_off;
+	u32 next = (j->cur + 1) % j->nr, need, in_cur, in_next;
+	u64 last = j->durable_last;
+
+	/* in this bucket, with the reserve after it */
+	need = RESERVE_BLOCKS - min(RESERVE_BLOCKS,
+				    free_after(j, j->cur, last, RESERVE_BLOCKS));
+	in_cur = left > need * bs ? left - need * bs : 0;
+	/* anything up to @left goes here, so it must all fit here */
+	if (in_cur < left || !ring_free(j, next, last))
+		return min(in_cur, j->entry_max);
+	/* or in the next bucket, with the reserve after it */
+	need = RESERVE_BLOCKS - min(RESERVE_BLOCKS,
+				    free_after(j, next, last, RESERVE_BLOCKS));
+	in_next = j->bucket_bytes > need * bs ? j->bucket_bytes - need * bs : 0;
+	return min(max(left, in_next), j->entry_max);
+}
+
 static void *rec_room(struct bkc_journal *j, u16 type, u32 item)
 {
 	u8 *b = j->buf[j->fill];
 	struct bkc_jrec *r = j->last_rec ?
 		(struct bkc_jrec *)(b + j->last_rec) : NULL;
+	u32 limit = entry_limit(j);
 	void *p;
 
 	if (!r || le16_to_cpu(r->type) != type) {
-		if (j->used + JREC_HDR + item > j->entry_max)
+		if (j->used + JREC_HDR + item > limit)
 			return NULL;
 		r = (struct bkc_jrec *)(b + j->used);
 		r->type = cpu_to_le16(type);
@@ -111,7 +194,7 @@ static void *rec_room(struct bkc_journal *j, u16 type, u32 item)
 		j->last_rec = j->used;
 		j->used += JREC_HDR;
 		j->nr_recs++;
-	} else if (j->used + item > j->entry_max) {
+	} else if (j->used + item > limit) {
 		return NULL;
 	}
 	r->nr = cpu_to_le32(le32_to_cpu(r->nr) + 1);
@@ -124,7 +207,7 @@ bool bkc_journal_room(const struct bkc_journal *j, u32 nkeys, u32 ngens)
 {
 	u32 need = nkeys * JKEY_BYTES + ngens * JGEN_BYTES + 2 * JREC_HDR;
 
-	return j->used + need <= j->entry_max;
+	return j->used + need <= entry_limit(j);
 }
 
 int bkc_journal_add_key(struct bkc_journal *j, const struct bkc_key *k)
@@ -154,8 +237,7 @@ u32 bkc_journal_fill(const struct bkc_journal *j)
 	u32 i, need = 0;
 
 	for (i = 0; i < j->nr; i++)
-		if (i == j->cur || (j->bucket_seq[i] &&
-				    j->bucket_seq[i] >= j->durable_last))
+		if (!ring_free(j, i, j->durable_last))
 			need++;
 	return need * 256 / j->nr;
 }
@@ -173,7 +255,8 @@ int bkc_journal_commit_prepare(struct bkc_journal *j,
 {
 	u8 *b = j->buf[j->fill];
 	struct bkc_jset *js = (struct bkc_jset *)b;
-	u32 padded = round_block(j, j->used), idx = j->cur, off = j->cur_off;
+	u32 padded = round_block(j, j->used), idx, off;
+	bool empty = !j->nr_recs;
 
 	if (j->inflight)
 		return -EAGAIN;
@@ -181,11 +264,23 @@ int bkc_journal_commit_prepare(struct bkc_journal *j,
 		return -EINVAL;
 	if (h->last_seq < j->min_last_seq)
 		return -EBUSY;		/* replayed state not checkpointed yet */
-	if (off + padded > j->bucket_bytes) {
-		idx = (idx + 1) % j->nr;
-		off = 0;
-		if (idx == j->cur || (j->bucket_seq[idx] &&
-				      j->bucket_seq[idx] >= j->durable_last))
+	/* an entry without records that would say nothing new */
+	if (empty && j->prev_valid && h->last_seq == j->prev.last_seq &&
+	    h->root_ptr == j->prev.root_ptr &&
+	    h->root_seq == j->prev.root_seq &&
+	    h->root_level == j->prev.root_level &&
+	    h->table_ptr == j->prev.table_ptr &&
+	    h->table_seq == j->prev.table_seq && h->flags == j->prev.flags)
+		return -EAGAIN;
+	/*
+	 * An entry with records has its place (entry_limit()); one without
+	 * may use the reserve, but must leave a block of it or give ring
+	 * buckets back, so that the next can still make room.
+	 */
+	if (!entry_place(j, j->used, h->last_seq, empty ? 1 : RESERVE_BLOCKS,
+			 &idx, &off)) {
+		BKC_ASSERT(empty);
+		if (empty || !entry_place(j, j->used, h->last_seq, 0, &idx, &off))
 			return -ENOSPC;
 	}
 	h->seq = j->seq;
@@ -221,6 +316,8 @@ int bkc_journal_commit_prepare(struct bkc_journal *j,
 	j->cur_off = off + padded;
 	j->bucket_seq[idx] = h->seq;
 	j->min_last_seq = 0;	/* this entry does not need the old run */
+	j->prev = *h;
+	j->prev_valid = true;
 	j->inflight = true;
 	j->seq++;
 	j->fill ^= 1;

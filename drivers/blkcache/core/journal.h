@@ -65,6 +65,8 @@ struct bkc_journal {
 	u64		durable_seq;	/* newest entry known durable */
 	u64		durable_last;	/* its last_seq */
 	u64		min_last_seq;	/* replay: first commit must reach */
+	struct bkc_jset_info prev;	/* header of the last entry written */
+	bool		prev_valid;
 
 	/* the entry being filled, and the one being written */
 	u8		*buf[2];
