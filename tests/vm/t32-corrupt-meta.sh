@@ -7,10 +7,9 @@
 # 8 journal buckets, 512-byte blocks, so that 10 MiB of 512-byte random
 # writes make a two-level tree of about 16 leaves) over md0 holds
 # 10 MiB of dirty data, all of it covered by a completed flush, and is
-# stopped.  (Smaller buckets would make a deeper tree, but writes to a
-# cache with 4 KiB or 8 KiB buckets stall for good after a few MiB, and
-# now and then with 16 KiB: at depth 2 there is no interior node below
-# the root to damage, and the test says so.)  A second set of the same
+# stopped.  Its root is the only interior node, so the same is done
+# again with 4 KiB buckets (nodes of 4 KiB, a three-level tree) for the
+# interior node below the root.  A second set of the same
 # geometry (its own set uuid, the first scratch disk as backing device)
 # gives the "valid block of another set".  tests/vm/metamap finds the
 # regions: the superblock, every journal bucket, the btree root, an
@@ -44,7 +43,7 @@ MAIN=t32main
 OTHER=t32other
 MAIN_DEV=/dev/mapper/$MAIN
 OTHER_DEV=/dev/mapper/$OTHER
-FORMAT=(--writeback -b 64k -w 512)
+FORMAT=()		# make-cache options of both sets (setup)
 read -r -a scratch <<<"$BKC_SCRATCH"
 OTHER_BDEV=${scratch[0]}
 
@@ -149,7 +148,55 @@ rand32() {
 	echo $(((RANDOM << 15) | RANDOM))
 }
 
-# ---- the other set: valid metadata of another set uuid -------------------
+# ---- the two sets ---------------------------------------------------------
+
+# setup FORMAT...: both sets formatted with make-cache options FORMAT, the
+# data written, the pristine images taken (/tmp/other.img, /tmp/pristine.img,
+# /tmp/md0.img) and mapped (/tmp/other.map, /tmp/main.map); sets main_set,
+# sum, doff and depth.
+setup() {
+	local t0=$SECONDS out
+	FORMAT=("$@")
+
+	out=$("$make_cache" --wipe "${FORMAT[@]}" -C $OTHER_DEV -B "$OTHER_BDEV") ||
+		fail "make-cache of the other set failed: $out"
+	BKC_SET=$(sed -n 's/^Set UUID: *//p' <<<"$out")
+	other_set=$BKC_SET
+	wait_for /dev/cache0
+	echo 0 >"$BATTR/writeback_running"
+	timed 120 fio_data other 2 --do_verify=0 --end_fsync=1 ||
+		{ cat /tmp/fio-other.out; fail "writing the other set's data failed"; }
+	stop_all
+	"$METAMAP" -v $OTHER_DEV >/tmp/other.map || fail "metamap of the other set failed"
+	dd if=$OTHER_DEV of=/tmp/other.img bs=1M iflag=direct status=none
+	log "other set $other_set: $(tr '\n' ' ' </tmp/other.map)"
+
+	# the set under test
+
+	CACHE_DEV=$MAIN_DEV new_cache "${FORMAT[@]}"
+	main_set=$BKC_SET
+	echo 0 >"$BATTR/writeback_running"
+	timed 120 fio_data main 1 --do_verify=0 --end_fsync=1 ||
+		{ cat /tmp/fio-main.out; fail "writing the data failed"; }
+	timed 120 fio_data main 1 --verify_only ||
+		{ cat /tmp/fio-main.out; fail "the data does not verify before the stop"; }
+	want_dirty=$(dirty_sectors)
+	[ "$want_dirty" = $((DATA_MB * 2048)) ] ||
+		fail "$DATA_MB MiB of random writes made $want_dirty dirty sectors"
+	sum=$(region_sum /dev/cache0 0 $((DATA_MB << 20)))
+	doff=$(data_offset)
+	stop_all
+	"$METAMAP" -v $MAIN_DEV >/tmp/main.map || fail "metamap of the cache failed"
+	log "set $main_set: $(tr '\n' ' ' </tmp/main.map)"
+	dd if=$MAIN_DEV of=/tmp/pristine.img bs=1M iflag=direct status=none
+	# md0's superblock and the data area the cache covers: never written back
+	dd if=/dev/md0 of=/tmp/md0.img bs=1M count=$(((doff >> 20) + SLICE_MB)) \
+		iflag=direct status=none
+	cmp -s -i "$doff:0" -n $((DATA_MB << 20)) /tmp/md0.img /dev/zero ||
+		fail "md0 already holds some of the cached data"
+	depth=$(sed -n 's/^depth //p' /tmp/main.map)
+	log "setup done in $((SECONDS - t0))s: depth $depth, $want_dirty dirty sectors"
+}
 
 bkc_load
 make_raid5
@@ -161,47 +208,6 @@ dmsetup create $OTHER --table "0 $sz linear $BKC_SSD $sz" ||
 	fail "dmsetup create $OTHER failed"
 wait_for $MAIN_DEV
 wait_for $OTHER_DEV
-t0=$SECONDS
-
-out=$("$make_cache" --wipe "${FORMAT[@]}" -C $OTHER_DEV -B "$OTHER_BDEV") ||
-	fail "make-cache of the other set failed: $out"
-BKC_SET=$(sed -n 's/^Set UUID: *//p' <<<"$out")
-other_set=$BKC_SET
-wait_for /dev/cache0
-echo 0 >"$BATTR/writeback_running"
-timed 120 fio_data other 2 --do_verify=0 --end_fsync=1 ||
-	{ cat /tmp/fio-other.out; fail "writing the other set's data failed"; }
-stop_all
-"$METAMAP" -v $OTHER_DEV >/tmp/other.map || fail "metamap of the other set failed"
-dd if=$OTHER_DEV of=/tmp/other.img bs=1M iflag=direct status=none
-log "other set $other_set: $(tr '\n' ' ' </tmp/other.map)"
-
-# ---- the set under test ----------------------------------------------------
-
-CACHE_DEV=$MAIN_DEV new_cache "${FORMAT[@]}"
-main_set=$BKC_SET
-echo 0 >"$BATTR/writeback_running"
-timed 120 fio_data main 1 --do_verify=0 --end_fsync=1 ||
-	{ cat /tmp/fio-main.out; fail "writing the data failed"; }
-timed 120 fio_data main 1 --verify_only ||
-	{ cat /tmp/fio-main.out; fail "the data does not verify before the stop"; }
-want_dirty=$(dirty_sectors)
-[ "$want_dirty" = $((DATA_MB * 2048)) ] ||
-	fail "$DATA_MB MiB of random writes made $want_dirty dirty sectors"
-sum=$(region_sum /dev/cache0 0 $((DATA_MB << 20)))
-doff=$(data_offset)
-stop_all
-"$METAMAP" -v $MAIN_DEV >/tmp/main.map || fail "metamap of the cache failed"
-log "set $main_set: $(tr '\n' ' ' </tmp/main.map)"
-dd if=$MAIN_DEV of=/tmp/pristine.img bs=1M iflag=direct status=none
-# md0's superblock and the data area the cache covers: never written back
-dd if=/dev/md0 of=/tmp/md0.img bs=1M count=$(((doff >> 20) + SLICE_MB)) \
-	iflag=direct status=none
-cmp -s -i "$doff:0" -n $((DATA_MB << 20)) /tmp/md0.img /dev/zero ||
-	fail "md0 already holds some of the cached data"
-depth=$(sed -n 's/^depth //p' /tmp/main.map)
-[ "$depth" -ge 2 ] || fail "the tree has depth $depth; root, interior and leaf need more"
-log "setup done in $((SECONDS - t0))s: depth $depth, $want_dirty dirty sectors"
 
 # ---- one case --------------------------------------------------------------
 
@@ -334,27 +340,34 @@ run_case() {
 	CASE=
 }
 
-# the undamaged cache first: it must come back whole
-run_case base none
-[ "${OUTCOME[base/none]}" = recovered ] ||
-	fail "the undamaged cache did not recover: ${OUTCOME[base/none]}"
-NCASES=0
-NRECOVERED=0
+# base_case: the undamaged cache first, which must come back whole (not
+# counted among the cases).
+base_case() {
+	BASE_DIRTY=
+	run_case base none
+	[ "${OUTCOME[base/none]}" = recovered ] ||
+		fail "the undamaged cache did not recover: ${OUTCOME[base/none]}"
+	NCASES=$((NCASES - 1))
+	NRECOVERED=$((NRECOVERED - 1))
+}
 
+DAMAGES=(random bitflip other)
+
+# ---- a two-level tree of 64 KiB nodes: every region but an interior node --
+
+setup --writeback -b 64k -w 512
+[ "$depth" -ge 2 ] || fail "the tree has depth $depth; root and leaf need more"
+base_case
 REGIONS=(sb)
 nj=$(grep -c '^journal[0-9]* ' /tmp/main.map)
 for ((j = 0; j < nj; j++)); do
 	REGIONS+=("journal$j")
 done
 REGIONS+=(root)
-if grep -q '^interior none' /tmp/main.map; then
-	log "no interior node below the root (depth $depth): interior not tested"
-else
-	REGIONS+=(interior)
-fi
 grep -q '^leaf none' /tmp/main.map || REGIONS+=(leaf)
 grep -q '^table none' /tmp/main.map || REGIONS+=(table)
-DAMAGES=(random bitflip other)
+newest=$(sed -n 's/^journal_newest //p' /tmp/main.map)
+depth1=$depth
 
 t1=$SECONDS
 for r in "${REGIONS[@]}"; do
@@ -363,9 +376,20 @@ for r in "${REGIONS[@]}"; do
 	done
 done
 
+# ---- a three-level tree of 4 KiB nodes: an interior node below the root ---
+
+setup --writeback -b 4k -w 512
+[ "$depth" -ge 3 ] ||
+	fail "4 KiB nodes made a tree of depth $depth: no interior node below the root"
+grep -q '^interior [0-9]' /tmp/main.map || fail "metamap found no interior node"
+base_case
+for d in "${DAMAGES[@]}"; do
+	run_case interior "$d"
+done
+REGIONS+=(interior)
+
 # ---- the table -------------------------------------------------------------
 
-newest=$(sed -n 's/^journal_newest //p' /tmp/main.map)
 printf 'corrupt: %-12s %-10s %-10s %-10s\n' region "${DAMAGES[@]}"
 for r in "${REGIONS[@]}"; do
 	name=$r
@@ -373,7 +397,8 @@ for r in "${REGIONS[@]}"; do
 	printf 'corrupt: %-12s %-10s %-10s %-10s\n' "$name" \
 		"${OUTCOME[$r/random]}" "${OUTCOME[$r/bitflip]}" "${OUTCOME[$r/other]}"
 done
-echo "corrupt: (* the journal bucket with the newest entry; depth $depth;" \
+echo "corrupt: (* the journal bucket with the newest entry; depth $depth1 with" \
+	"64 KiB nodes, $depth with 4 KiB nodes for the interior node;" \
 	"$((SECONDS - t1))s for the cases)"
 echo "corrupt: $NCASES cases: $NREFUSED refused, $NRECOVERED recovered, $NWRONG wrong data"
 [ "$NWRONG" = 0 ] || fail "wrong data after: ${WRONG[*]}"
