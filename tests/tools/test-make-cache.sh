@@ -515,6 +515,79 @@ CASE="--show on a file too small to hold a superblock"
 run --show "$T4"
 if [[ $rc -ne 0 ]]; then pass "$CASE"; else fail "$CASE" "rc=$rc"; fi
 
+# --------------------------------------------------------------- --probe
+
+CASE="--probe on a backing device"
+P=$(img p.img 96M)
+PC=$(img pc.img 96M)
+if expect_ok "$CASE" -C "$PC" -B "$P" -l "my vol" --no-register; then
+	puuid=$(field "$P" uuid)
+	pset=$(field "$P" set_uuid)
+	run --probe "$P"
+	if [[ $rc -eq 0 ]] && [[ ! -s $T/err ]] &&
+	   grep -qx "BLKCACHE_TYPE=backing" "$T/out" &&
+	   grep -qx "BLKCACHE_UUID=$puuid" "$T/out" &&
+	   grep -qx "BLKCACHE_SET_UUID=$pset" "$T/out" &&
+	   grep -qx "BLKCACHE_LABEL=my_vol" "$T/out" &&
+	   grep -qx 'BLKCACHE_LABEL_ENC=my\\x20vol' "$T/out" &&
+	   grep -qx "ID_FS_TYPE=blkcache" "$T/out" &&
+	   grep -qx "ID_FS_USAGE=other" "$T/out" &&
+	   ! grep -qv '^[A-Z_]*=' "$T/out"; then
+		pass "$CASE: udev KEY=value lines"
+	else
+		fail "$CASE" "rc=$rc"
+	fi
+	CASE="--probe on a cache device"
+	run --probe "$PC"
+	if [[ $rc -eq 0 ]] && grep -qx "BLKCACHE_TYPE=cache" "$T/out" &&
+	   grep -qx "BLKCACHE_SET_UUID=$pset" "$T/out" &&
+	   grep -qx "BLKCACHE_UUID=$(field "$PC" uuid)" "$T/out" &&
+	   grep -qx "ID_FS_TYPE=blkcache" "$T/out"; then
+		pass "$CASE"
+	else
+		fail "$CASE" "rc=$rc"
+	fi
+	CASE="--probe reads the superblock once, 4 KiB"
+	if command -v strace >/dev/null; then
+		strace -f -e trace=openat,read,pread64,readv,preadv \
+			-o "$T/strace" "$MC" --probe "$P" >/dev/null 2>&1 || true
+		# the reads after the image is opened (not the loader's)
+		sed -n "\|openat(.*${P##*/}\"|,\$p" "$T/strace" >"$T/strace.dev"
+		reads=$(grep -c 'pread64(3, .*, 4096, 4096) = 4096' "$T/strace.dev" || true)
+		others=$(grep -c 'read' "$T/strace.dev" || true)
+		if [[ $reads == 1 && $others == 1 ]]; then
+			pass "$CASE"
+		else
+			fail "$CASE" "$reads reads of 4 KiB at 4 KiB, $others preads"
+		fi
+	else
+		skip "$CASE (no strace)"
+	fi
+fi
+
+CASE="--probe on a device that is not blkcache"
+Z2=$(img z2.img 8M)
+printf 'hello' | dd of="$Z2" bs=1 seek=4096 conv=notrunc status=none
+run --probe "$Z2"
+if [[ $rc -eq 1 && ! -s $T/out && ! -s $T/err ]]; then
+	pass "$CASE: exit 1, no output"
+else
+	fail "$CASE" "rc=$rc"
+fi
+
+CASE="--probe on a corrupted superblock"
+if [[ -n ${K:-} ]]; then
+	run --probe "$K"
+	if [[ $rc -eq 1 && ! -s $T/out ]]; then pass "$CASE"; else fail "$CASE" "rc=$rc"; fi
+fi
+
+CASE="--probe on a missing file"
+run --probe "$T/missing.img"
+if [[ $rc -eq 1 && ! -s $T/out && ! -s $T/err ]]; then pass "$CASE"; else fail "$CASE" "rc=$rc"; fi
+
+expect_refused "--probe with -C is a usage error" "cannot be combined" "$Z2" -- \
+	--probe "$Z2" -C "$Z2"
+
 # -------------------------------------------------------------- discard
 
 CASE="--discard on an image punches out the data area"

@@ -52,13 +52,6 @@
 #define MC_REGISTER		"/sys/fs/blkcache/register"
 #define MC_UUID_STR		37
 
-/* Exit status, see Documentation/blkcache/make-cache.rst */
-enum {
-	MC_EXIT_OK	= 0,
-	MC_EXIT_REFUSED	= 1,	/* usage error or refusal: nothing written */
-	MC_EXIT_FAILED	= 2,	/* failure while writing or registering */
-};
-
 struct mc_dev {
 	const char	*path;		/* as given on the command line */
 	char		*real;		/* canonical path, for registration */
@@ -92,6 +85,7 @@ struct mc_opts {
 	bool	wipe;
 	bool	no_register;
 	const char *show;
+	const char *probe;
 };
 
 static struct mc_dev devs[MC_MAX_DEVS];
@@ -130,6 +124,7 @@ static void print_help(void)
 {
 	printf("Usage: " PROG " -C <dev> [-C <dev> ...] -B <dev> [-B <dev> ...] [options]\n"
 	       "       " PROG " --show <dev>\n"
+	       "       " PROG " --probe <dev>\n"
 	       "\n"
 	       "Format cache (-C) and backing (-B) devices for blkcache.  Block devices\n"
 	       "and regular files (image files) are accepted.\n"
@@ -161,6 +156,9 @@ static void print_help(void)
 	       "      --wipe                 erase existing signatures instead of refusing\n"
 	       "      --no-register          do not register the devices afterwards\n"
 	       "      --show <dev>           print the superblock of <dev> and check it\n"
+	       "      --probe <dev>          print what the superblock of <dev> says as\n"
+	       "                             udev KEY=value lines (exit 1, no output: not\n"
+	       "                             a blkcache device)\n"
 	       "  -h, --help                 print this help and exit\n"
 	       "      --version              print the version and exit\n"
 	       "\n"
@@ -228,6 +226,7 @@ enum {
 	OPT_NO_REGISTER,
 	OPT_VERSION,
 	OPT_SHOW,
+	OPT_PROBE,
 };
 
 static const struct option long_opts[] = {
@@ -249,6 +248,7 @@ static const struct option long_opts[] = {
 	{ "help",			no_argument,	   NULL, 'h' },
 	{ "version",			no_argument,	   NULL, OPT_VERSION },
 	{ "show",			required_argument, NULL, OPT_SHOW },
+	{ "probe",			required_argument, NULL, OPT_PROBE },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -338,6 +338,11 @@ static void parse_args(int argc, char **argv, struct mc_opts *o)
 				usage_error("--show takes one device");
 			o->show = optarg;
 			break;
+		case OPT_PROBE:
+			if (o->probe)
+				usage_error("--probe takes one device");
+			o->probe = optarg;
+			break;
 		case 'h':
 			print_help();
 			exit(MC_EXIT_OK);
@@ -353,9 +358,12 @@ static void parse_args(int argc, char **argv, struct mc_opts *o)
 	if (optind < argc)
 		usage_error("unexpected argument '%s' (devices go after -C or -B)",
 			    argv[optind]);
-	if (o->show && ndevs)
-		usage_error("--show cannot be combined with -C or -B");
-	if (!o->show && !ndevs)
+	if (o->show && o->probe)
+		usage_error("--show and --probe cannot be combined");
+	if ((o->show || o->probe) && ndevs)
+		usage_error("--%s cannot be combined with -C or -B",
+			    o->show ? "show" : "probe");
+	if (!o->show && !o->probe && !ndevs)
 		usage_error("no devices given; use -C <dev> and/or -B <dev>");
 }
 
@@ -1281,6 +1289,8 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	if (o.show)
 		return show(o.show);
+	if (o.probe)
+		return mc_probe(o.probe);
 
 	for (i = 0; i < ndevs; i++)
 		have_cache |= devs[i].cache;

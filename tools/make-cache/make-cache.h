@@ -20,8 +20,18 @@
 #define __noreturn	mc_attr((__noreturn__))
 #endif
 
+/* Exit status, see Documentation/blkcache/make-cache.rst */
+enum {
+	MC_EXIT_OK	= 0,
+	MC_EXIT_REFUSED	= 1,	/* usage error or refusal: nothing written */
+	MC_EXIT_FAILED	= 2,	/* failure while writing or registering */
+};
+
 int mc_parse_size(const char *s, uint64_t *out);
 const char *mc_fmt_size(uint64_t bytes, char *buf, size_t len);
 int mc_is_pow2(uint64_t v);
+
+/* --probe (probe.c) */
+int mc_probe(const char *path);
 
 #endif /* _MAKE_CACHE_H */
