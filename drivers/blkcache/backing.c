@@ -149,6 +149,41 @@ static void bkc_sb_apply(struct bkc_sb_info *sb, const struct bkc_sb_mut *m)
 }
 
 /*
+ * Tell udev what /dev/cacheN is (tools/udev/69-blkcache.rules makes the
+ * /dev/cache/by-uuid and by-label links from it): a change uevent with the
+ * backing device's uuid and label and its cache set's uuid (empty when
+ * attached to none).  Sent once the device runs and whenever one of them
+ * changes.  Caller holds bkc_lock (b->disk) and b->sb_io (b->sb).
+ */
+static void bkc_backing_uevent(struct bkc_backing *b)
+{
+	char uuid[16 + 37], label[16 + BKC_LABEL_SIZE + 1], set[20 + 37];
+	char driver[] = "DRIVER=blkcache";
+	char *envp[5];
+	int r;
+
+	lockdep_assert_held(&bkc_lock);
+	if (!b->disk || !b->linked)
+		return;
+	snprintf(uuid, sizeof(uuid), "CACHED_UUID=%pUb", b->sb.uuid);
+	snprintf(label, sizeof(label), "CACHED_LABEL=%s", b->sb.label);
+	if (bkc_uuid_is_zero(b->sb.set_uuid))
+		snprintf(set, sizeof(set), "CACHE_SET_UUID=");
+	else
+		snprintf(set, sizeof(set), "CACHE_SET_UUID=%pUb",
+			 b->sb.set_uuid);
+	envp[0] = driver;
+	envp[1] = uuid;
+	envp[2] = label;
+	envp[3] = set;
+	envp[4] = NULL;
+	r = kobject_uevent_env(&disk_to_dev(b->disk)->kobj, KOBJ_CHANGE, envp);
+	if (r)
+		bkc_err(b->dev.bdev, "cannot send the change uevent of %s (%d)",
+			 b->disk->disk_name, r);
+}
+
+/*
  * Rewrite the backing superblock with @m applied.  Either the write
  * succeeds and memory matches the disk, or nothing changes.
  */
@@ -164,6 +199,8 @@ static int bkc_backing_sb_update(struct bkc_backing *b,
 	r = bkc_sb_write(b->dev.bdev, &b->sb);
 	if (r)
 		bkc_sb_restore(&b->sb, &old);
+	else if (m->fields & (BKC_MUT_SET | BKC_MUT_LABEL))
+		bkc_backing_uevent(b);
 	mutex_unlock(&b->sb_io);
 	return r;
 }
@@ -255,6 +292,9 @@ static int bkc_backing_add_disk(struct bkc_backing *b)
 		return r;
 	}
 	b->linked = true;
+	mutex_lock(&b->sb_io);
+	bkc_backing_uevent(b);
+	mutex_unlock(&b->sb_io);
 	return 0;
 }
 
@@ -643,7 +683,6 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 		return -ENOMEM;
 	}
 	kobject_init(&b->kobj, &bkc_backing_ktype);
-	kobject_init(&b->stats_kobj, &bkc_stats_ktype);
 	INIT_LIST_HEAD(&b->set_node);
 	b->dev = *dev;
 	b->sb = *sb;
@@ -661,11 +700,9 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 	bkc_wb_init(b);
 	list_add_tail(&b->list, &bkc_backings);
 
-	b->stats = alloc_percpu(struct bkc_stats);
-	if (!b->stats) {
-		r = -ENOMEM;
+	r = bkc_statset_init(&b->st);
+	if (r)
 		goto fail;
-	}
 	/* clones, and reads of promoted misses into pages of our own */
 	r = bioset_init(&b->bs, BIO_POOL_SIZE, bkc_bio_front_pad(),
 			BIOSET_NEED_BVECS | BIOSET_NEED_RESCUER);
@@ -681,13 +718,12 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 	r = kobject_add(&b->kobj, bdev_kobj(b->dev.bdev), "cache");
 	if (!r) {
 		b->kobj_added = true;
-		r = kobject_add(&b->stats_kobj, &b->kobj, "stats_total");
+		r = bkc_statset_add(&b->st, &b->kobj);
 	}
 	if (r) {
 		bkc_err(b->dev.bdev, "cannot create sysfs directory (%d)", r);
 		goto fail;
 	}
-	b->stats_kobj_added = true;
 
 	if (!bkc_uuid_is_zero(sb->set_uuid) &&
 	    (sb->state == BKC_STATE_CLEAN || sb->state == BKC_STATE_DIRTY)) {

@@ -52,6 +52,7 @@
 #include "core/gc.h"
 #include "core/seqdetect.h"
 #include "ncache.h"
+#include "stats.h"
 #include "writeback.h"
 
 #define BKC_MINORS_SHIFT	4
@@ -100,6 +101,7 @@ struct bkc_set {
 	struct bkc_bdev		dev;		/* the cache device */
 	struct bkc_sb_info	sb;
 	struct list_head	backings;	/* attached bkc_backing */
+	struct bkc_statset	st;		/* <uuid>/stats_* */
 	bool			kobj_added;
 	bool			cdev_kobj_added;
 	bool			dead;
@@ -186,14 +188,6 @@ enum {
 };
 
 /* Per-CPU request statistics of a backing device. */
-struct bkc_stats {
-	u64	cache_hits;
-	u64	cache_misses;
-	u64	cache_bypass_hits;
-	u64	cache_bypass_misses;
-	u64	bypassed;		/* sectors */
-};
-
 struct bkc_backing {
 	struct list_head	list;		/* on bkc_backings */
 	struct kobject		kobj;		/* <backing>/cache */
@@ -225,13 +219,11 @@ struct bkc_backing {
 	spinlock_t		seq_lock;
 	struct bkc_seq		seq;
 	u64			sequential_cutoff;	/* bytes; 0: off */
-	struct bkc_stats __percpu *stats;
+	struct bkc_statset	st;		/* cache/stats_* */
 	struct mutex		sb_io;		/* every backing sb write */
 	struct work_struct	state_work;	/* sb state -> dirty */
 	struct work_struct	detach_work;	/* detach once written back */
 	bool			detaching;
-	struct kobject		stats_kobj;	/* <backing>/cache/stats_total */
-	bool			stats_kobj_added;
 
 	/* writeback (writeback.c) and its exclusion with foreground writes */
 	struct bkc_wb		wb;
@@ -339,7 +331,6 @@ void bkc_request_exit(void);
 extern const struct kobj_type bkc_backing_ktype;
 extern const struct kobj_type bkc_set_ktype;
 extern const struct kobj_type bkc_cdev_ktype;
-extern const struct kobj_type bkc_stats_ktype;
 int bkc_parse_bool_one(const char *buf, size_t len);
 ssize_t bkc_emit_hsize(char *buf, u64 v);
 

@@ -47,9 +47,7 @@ void bkc_reap(void)
 			/* they check ->dead under bkc_lock, then do nothing */
 			cancel_work_sync(&b->detach_work);
 			cancel_work_sync(&b->state_work);
-			if (b->stats_kobj_added)
-				kobject_del(&b->stats_kobj);
-			kobject_put(&b->stats_kobj);
+			bkc_statset_del(&b->st);
 			if (b->kobj_added)
 				kobject_del(&b->kobj);
 			bkc_bdev_close(&b->dev);
@@ -57,6 +55,7 @@ void bkc_reap(void)
 		} else if (set) {
 			/* it checks ->dead under bkc_lock, then does nothing */
 			bkc_set_fail_cancel(set);
+			bkc_statset_del(&set->st);
 			if (set->cdev_kobj_added)
 				kobject_del(&set->cdev_kobj);
 			kobject_put(&set->cdev_kobj);
@@ -207,6 +206,7 @@ static void bkc_teardown_all(void)
 
 static void bkc_module_teardown(void)
 {
+	bkc_stats_stop();
 	if (bkc_kobj) {
 		sysfs_remove_group(bkc_kobj, &bkc_top_group);
 		bkc_teardown_all();
@@ -250,6 +250,7 @@ static int __init bkc_init(void)
 	r = sysfs_create_group(bkc_kobj, &bkc_top_group);
 	if (r)
 		goto fail;
+	bkc_stats_start();
 	pr_info("blkcache: loaded\n");
 	return 0;
 fail:

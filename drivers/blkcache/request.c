@@ -102,6 +102,7 @@ enum {
 	RQ_REROUTE	= 1 << 19,	/* insert worker: write it around */
 	RQ_DEFER	= 1 << 20,	/* insert worker: flush backing first */
 	RQ_FLUSHED	= 1 << 21,	/* backing flushed since its write */
+	RQ_COUNTED	= 1 << 22,	/* write hit or miss counted */
 };
 
 /* What a parked request has done already (bkc_park()). */
@@ -431,7 +432,13 @@ static bool bkc_epoch_dirtied(struct bkc_set *set, u32 dev, u64 lba, u32 len,
 
 /* ---- stats and bypass ---- */
 
-#define bkc_stat_inc(b, field, n) this_cpu_add((b)->stats->field, (n))
+/* Count @n of @stat for @r's backing device and its set (stats.c). */
+static void bkc_count(struct bkc_req *r, enum bkc_stat stat, u64 n)
+{
+	bkc_stat_add(&r->b->st, stat, n);
+	if (r->set)
+		bkc_stat_add(&r->set->st, stat, n);
+}
 
 static bool bkc_sequential(struct bkc_backing *b, struct bio *bio)
 {
@@ -587,15 +594,15 @@ static void bkc_read(struct bkc_req *r)
 	bypass = bkc_sequential(r->b, r->bio);
 
 	if (bypass) {
-		bkc_stat_inc(r->b, bypassed, r->sectors);
+		bkc_count(r, BKC_STAT_BYPASSED, r->sectors);
 		if (hits == covered)
-			bkc_stat_inc(r->b, cache_bypass_hits, 1);
+			bkc_count(r, BKC_STAT_BYPASS_HITS, 1);
 		else
-			bkc_stat_inc(r->b, cache_bypass_misses, 1);
+			bkc_count(r, BKC_STAT_BYPASS_MISSES, 1);
 	} else if (hits == covered) {
-		bkc_stat_inc(r->b, cache_hits, 1);
+		bkc_count(r, BKC_STAT_HITS, 1);
 	} else {
-		bkc_stat_inc(r->b, cache_misses, 1);
+		bkc_count(r, BKC_STAT_MISSES, 1);
 		if (READ_ONCE(r->b->sb.cache_mode) != BKC_MODE_NONE &&
 		    atomic_read(&set->promotes) < BKC_PROMOTE_MAX &&
 		    READ_ONCE(set->running) &&
@@ -740,6 +747,14 @@ static void bkc_promo_work(struct work_struct *work)
 	}
 	if (i)
 		bkc_meta_note_record(set);
+	if (!r && n && i == n) {
+		bkc_stat_add(&p->b->st, BKC_STAT_PROMOTIONS, 1);
+		bkc_stat_add(&set->st, BKC_STAT_PROMOTIONS, 1);
+	} else if (!r && i < n) {
+		/* a write to the range came first: its data wins */
+		bkc_stat_add(&p->b->st, BKC_STAT_MISS_COLLISIONS, 1);
+		bkc_stat_add(&set->st, BKC_STAT_MISS_COLLISIONS, 1);
+	}
 	for (i = 0; i < n; i++)
 		bkc_core_data_put(c, ext[i].bucket);
 	bkc_set_unlock(set);
@@ -986,7 +1001,7 @@ static void bkc_write(struct bkc_req *r)
 		bkc_epoch_begin(r);
 	if (bypass) {
 		r->flags |= RQ_BYPASS;
-		bkc_stat_inc(b, bypassed, r->sectors);
+		bkc_count(r, BKC_STAT_BYPASSED, r->sectors);
 	} else {
 		r->flags |= mode == BKC_MODE_WRITEBACK ? RQ_WB : RQ_WT;
 	}
@@ -1027,6 +1042,14 @@ static int bkc_apply_keys(struct bkc_req *r, bool dirty)
 	u64 seq;
 	int ret;
 
+	if (!(r->flags & RQ_COUNTED) && r->nseg) {
+		/* a write hit replaces cached data (a failed look: a miss) */
+		r->flags |= RQ_COUNTED;
+		ret = bkc_core_lookup(r->set->core, r->b->dev_id, r->lba,
+				      r->sectors, bkc_has_key, NULL);
+		bkc_count(r, ret > 0 ? BKC_STAT_WRITE_HITS :
+			  BKC_STAT_WRITE_MISSES, 1);
+	}
 	for (; r->applied < r->nseg; r->applied++) {
 		struct bkc_seg *s = &r->seg[r->applied];
 

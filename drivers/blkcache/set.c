@@ -80,6 +80,11 @@ int bkc_set_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 	if (r)
 		goto fail;
 	set->cdev_kobj_added = true;
+	r = bkc_statset_init(&set->st);
+	if (!r)
+		r = bkc_statset_add(&set->st, &set->kobj);
+	if (r)
+		goto fail;
 
 	r = bkc_meta_open(set);
 	if (r) {

@@ -461,15 +461,13 @@ static ssize_t clear_stats_store(struct kobject *kobj,
 				 const char *buf, size_t len)
 {
 	struct bkc_backing *b = to_backing(kobj);
-	int cpu, r = bkc_parse_bool_one(buf, len);
+	int r = bkc_parse_bool_one(buf, len);
 
 	if (r)
 		return r;
 	mutex_lock(&bkc_lock);
-	if (!b->dead && b->stats)
-		for_each_possible_cpu(cpu)
-			memset(per_cpu_ptr(b->stats, cpu), 0,
-			       sizeof(struct bkc_stats));
+	if (!b->dead && b->st.pc)
+		bkc_statset_clear(&b->st);
 	mutex_unlock(&bkc_lock);
 	return len;
 }
@@ -651,90 +649,11 @@ static const struct attribute_group *bkc_backing_groups[] = {
 
 #define stats_to_backing(k) container_of(k, struct bkc_backing, stats_kobj)
 
-static void bkc_stats_sum(struct bkc_backing *b, struct bkc_stats *sum)
-{
-	int cpu;
-
-	memset(sum, 0, sizeof(*sum));
-	for_each_possible_cpu(cpu) {
-		struct bkc_stats *s = per_cpu_ptr(b->stats, cpu);
-
-		sum->cache_hits += READ_ONCE(s->cache_hits);
-		sum->cache_misses += READ_ONCE(s->cache_misses);
-		sum->cache_bypass_hits += READ_ONCE(s->cache_bypass_hits);
-		sum->cache_bypass_misses += READ_ONCE(s->cache_bypass_misses);
-		sum->bypassed += READ_ONCE(s->bypassed);
-	}
-}
-
-#define BKC_STAT_SHOW(field)						\
-static ssize_t field##_show(struct kobject *kobj,			\
-			    struct kobj_attribute *attr, char *buf)	\
-{									\
-	struct bkc_stats sum;						\
-									\
-	bkc_stats_sum(stats_to_backing(kobj), &sum);			\
-	return sysfs_emit(buf, "%llu\n", sum.field);			\
-}									\
-static struct kobj_attribute bkc_attr_##field = __ATTR_RO(field)
-
-BKC_STAT_SHOW(cache_hits);
-BKC_STAT_SHOW(cache_misses);
-BKC_STAT_SHOW(cache_bypass_hits);
-BKC_STAT_SHOW(cache_bypass_misses);
-
-static ssize_t cache_hit_ratio_show(struct kobject *kobj,
-				    struct kobj_attribute *attr, char *buf)
-{
-	struct bkc_stats sum;
-	u64 all;
-
-	bkc_stats_sum(stats_to_backing(kobj), &sum);
-	all = sum.cache_hits + sum.cache_misses;
-	return sysfs_emit(buf, "%llu\n", all ? div64_u64(sum.cache_hits * 100,
-							 all) : 0);
-}
-
-static ssize_t bypassed_show(struct kobject *kobj,
-			     struct kobj_attribute *attr, char *buf)
-{
-	struct bkc_stats sum;
-
-	bkc_stats_sum(stats_to_backing(kobj), &sum);
-	return bkc_emit_hsize(buf, sum.bypassed << SECTOR_SHIFT);
-}
-
-static struct kobj_attribute bkc_attr_cache_hit_ratio =
-	__ATTR_RO(cache_hit_ratio);
-static struct kobj_attribute bkc_attr_bypassed = __ATTR_RO(bypassed);
-
-static struct attribute *bkc_stats_attrs[] = {
-	&bkc_attr_cache_hits.attr,
-	&bkc_attr_cache_misses.attr,
-	&bkc_attr_cache_hit_ratio.attr,
-	&bkc_attr_cache_bypass_hits.attr,
-	&bkc_attr_cache_bypass_misses.attr,
-	&bkc_attr_bypassed.attr,
-	NULL,
-};
-ATTRIBUTE_GROUPS(bkc_stats);
-
-/* Embedded in struct bkc_backing, freed with it. */
-static void bkc_stats_release(struct kobject *kobj)
-{
-}
-
-const struct kobj_type bkc_stats_ktype = {
-	.release	= bkc_stats_release,
-	.sysfs_ops	= &kobj_sysfs_ops,
-	.default_groups	= bkc_stats_groups,
-};
-
 static void bkc_backing_release(struct kobject *kobj)
 {
 	struct bkc_backing *b = to_backing(kobj);
 
-	free_percpu(b->stats);
+	bkc_statset_exit(&b->st);
 	kvfree(b->lost);
 	kfree(b);
 }
@@ -773,6 +692,22 @@ static ssize_t set_stop_store(struct kobject *kobj,
 	if (!r)
 		r = bkc_store_self_removing(kobj, attr, bkc_set_stop_locked);
 	return r ?: len;
+}
+
+static ssize_t set_clear_stats_store(struct kobject *kobj,
+				     struct kobj_attribute *attr,
+				     const char *buf, size_t len)
+{
+	struct bkc_set *set = to_set(kobj);
+	int r = bkc_parse_bool_one(buf, len);
+
+	if (r)
+		return r;
+	mutex_lock(&bkc_lock);
+	if (!set->dead && set->st.pc)
+		bkc_statset_clear(&set->st);
+	mutex_unlock(&bkc_lock);
+	return len;
 }
 
 static ssize_t set_unregister_store(struct kobject *kobj,
@@ -936,6 +871,8 @@ static struct kobj_attribute bkc_attr_set_stop =
 	__ATTR(stop, 0200, NULL, set_stop_store);
 static struct kobj_attribute bkc_attr_set_unregister =
 	__ATTR(unregister, 0200, NULL, set_unregister_store);
+static struct kobj_attribute bkc_attr_set_clear_stats =
+	__ATTR(clear_stats, 0200, NULL, set_clear_stats_store);
 
 static struct attribute *bkc_set_attrs[] = {
 	&bkc_attr_set_stop.attr,
@@ -948,12 +885,14 @@ static struct attribute *bkc_set_attrs[] = {
 	&bkc_attr_io_errors.attr,
 	&bkc_attr_io_error_limit.attr,
 	&bkc_attr_io_error_halflife.attr,
+	&bkc_attr_set_clear_stats.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(bkc_set);
 
 static void bkc_set_release(struct kobject *kobj)
 {
+	bkc_statset_exit(&to_set(kobj)->st);
 	kfree(to_set(kobj));
 }
 

@@ -7,8 +7,11 @@
 #include "ratectl.h"
 #include "seqdetect.h"
 #include "decay.h"
+#include "statwin.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #define CUTOFF	(4ULL << 20)
 
@@ -177,6 +180,76 @@ static void test_decount(void)
 	CHECK(c < 2 * BKC_DECAY_ONE && c > 2 * BKC_DECAY_ONE - 100);
 }
 
+/*
+ * Stats windows: a burst reads back exactly at once, decays to 1/e of
+ * itself after one window length (folded every 5 s as the kernel does),
+ * a steady rate settles at rate * length, and counts since the last fold
+ * are included in full.
+ */
+static void test_statwin(void)
+{
+	const u64 len = 300000, step = 5000;
+	u64 tot[BKC_STAT_NR] = { 0 }, out[BKC_STAT_NR], t = 1000;
+	struct bkc_statwin w;
+	double want, got;
+	u32 i;
+
+	bkc_statwin_init(&w, len, tot, t);
+	bkc_statwin_read(&w, tot, t, out);
+	for (i = 0; i < BKC_STAT_NR; i++)
+		CHECK_EQ(out[i], 0);
+	tot[BKC_STAT_HITS] = 1000;
+	tot[BKC_STAT_MISSES] = 250;
+	bkc_statwin_read(&w, tot, t, out);
+	CHECK_EQ(out[BKC_STAT_HITS], 1000);
+	CHECK_EQ(out[BKC_STAT_MISSES], 250);
+	bkc_statwin_fold(&w, tot, t);
+	bkc_statwin_read(&w, tot, t + 10, out);
+	CHECK_EQ(out[BKC_STAT_HITS], 1000);
+	/* one window later: e^-1 of it */
+	for (i = 0; i < len / step; i++) {
+		t += step;
+		bkc_statwin_fold(&w, tot, t);
+	}
+	bkc_statwin_read(&w, tot, t, out);
+	want = 1000 * exp(-1.0);
+	/* (each fold decays within 0.1 %, from above) */
+	CHECK(fabs(out[BKC_STAT_HITS] - want) <= want * 0.03 + 1);
+	/* long gone after 20 window lengths */
+	for (i = 0; i < 20 * len / step; i++) {
+		t += step;
+		bkc_statwin_fold(&w, tot, t);
+	}
+	bkc_statwin_read(&w, tot, t, out);
+	CHECK_EQ(out[BKC_STAT_HITS], 0);
+	/* 7 events per fold for 10 window lengths: 7 * len / step */
+	for (i = 0; i < 10 * len / step; i++) {
+		t += step;
+		tot[BKC_STAT_PROMOTIONS] += 7;
+		bkc_statwin_fold(&w, tot, t);
+	}
+	bkc_statwin_read(&w, tot, t, out);
+	want = 7.0 * len / step;
+	got = out[BKC_STAT_PROMOTIONS];
+	CHECK(fabs(got - want) <= want * 0.03);
+	/* a reset of the totals (clear_stats) starts from scratch */
+	memset(tot, 0, sizeof(tot));
+	bkc_statwin_init(&w, len, tot, t);
+	tot[BKC_STAT_BYPASSED] = 8;
+	bkc_statwin_read(&w, tot, t + step, out);
+	CHECK_EQ(out[BKC_STAT_BYPASSED], 8);
+	CHECK_EQ(out[BKC_STAT_PROMOTIONS], 0);
+	/* huge counts saturate, never wrap */
+	tot[BKC_STAT_BYPASSED] = ~0ULL >> 8;
+	bkc_statwin_fold(&w, tot, t + step);
+	bkc_statwin_read(&w, tot, t + step, out);
+	CHECK(out[BKC_STAT_BYPASSED] >= ~0ULL >> 17);
+
+	CHECK_EQ(bkc_stat_ratio(0, 0), 0);
+	CHECK_EQ(bkc_stat_ratio(1, 2), 33);
+	CHECK_EQ(bkc_stat_ratio(5, 0), 100);
+}
+
 int main(void)
 {
 	test_single_stream();
@@ -188,5 +261,6 @@ int main(void)
 	test_rate_bounds();
 	test_decay_accuracy();
 	test_decount();
+	test_statwin();
 	return tcheck_done("test_decide");
 }

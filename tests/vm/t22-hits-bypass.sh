@@ -11,7 +11,12 @@
 #     64M less the first sequential_cutoff, the dirty data by at most that),
 #     the same for a read stream (bypass misses; its tail is not promoted),
 #     for two concurrent streams, and not at all with sequential_cutoff 0;
-#   - clear_stats zeroes every counter.
+#   - clear_stats zeroes every counter;
+#   - issue 8: stats_five_minute follows a burst at once (and after a
+#     fold), stats_hour/stats_day too, the set's stats_total counts what
+#     its device counts, its clear_stats clears it, writes over cached
+#     data are cache_write_hits and new data cache_write_misses, every
+#     read miss is one of promotions and none a cache_miss_collision.
 # shellcheck disable=SC2119  # make_raid5 takes no arguments here
 . "$BKC_REPO/tests/vm/lib.sh"
 . "$BKC_REPO/tests/vm/verify-lib.sh"
@@ -74,6 +79,34 @@ expect_stat cache_hits 2048 "writeback: 2048 reads of written data"
 expect_stat cache_misses 0 "writeback: 2048 reads of written data"
 expect_stat cache_hit_ratio 100 "writeback: 2048 reads of written data"
 log "writeback: $(stats)"
+# -- the windows, the set's counters, write hits and misses -----------------
+w5=$(cat "$BATTR/stats_five_minute/cache_hits")
+in_range "$w5" 2000 2048 ||
+	fail "stats_five_minute: cache_hits $w5 right after 2048 hits"
+for w in stats_five_minute stats_hour stats_day; do
+	[ "$(cat "$BATTR/$w/cache_misses")" = 0 ] ||
+		fail "$w: cache_misses $(cat "$BATTR/$w/cache_misses") with no miss"
+done
+sset=/sys/fs/blkcache/$BKC_SET
+[ "$(cat "$sset/stats_total/cache_hits")" -ge 2048 ] ||
+	fail "the set's stats_total: cache_hits $(cat "$sset/stats_total/cache_hits")"
+echo 1 >"$sset/clear_stats" || fail "the set's clear_stats refused"
+clear_stats
+[ "$(cat "$sset/stats_five_minute/cache_hits")" = 0 ] ||
+	fail "the set's clear_stats left stats_five_minute/cache_hits"
+fio_q --rw=randwrite --bs=4k --size=8m --offset=0 --ioengine=libaio --iodepth=8
+fio_q --rw=randwrite --bs=4k --size=4m --offset=256m --ioengine=libaio --iodepth=8
+expect_stat cache_write_hits 2048 "writeback: 2048 writes over cached data"
+expect_stat cache_write_misses 1024 "writeback: 1024 writes of new data"
+for f in cache_write_hits cache_write_misses; do
+	[ "$(cat "$sset/stats_total/$f")" = "$(stat_get $f)" ] ||
+		fail "the set's $f $(cat "$sset/stats_total/$f"), the device's $(stat_get $f)"
+done
+sleep 6	# a fold of the windows
+w5=$(cat "$BATTR/stats_five_minute/cache_write_hits")
+in_range "$w5" 1990 2048 ||
+	fail "stats_five_minute: cache_write_hits $w5 6 s after 2048"
+log "windows: five_minute write hits $w5, hour $(cat "$BATTR/stats_hour/cache_write_hits")"
 
 # -- writethrough: a miss, promoted, then a hit ---------------------------
 set_mode writethrough
@@ -99,6 +132,16 @@ clear_stats
 fio_q --rw=randread --bs=4k --size=4m --offset=600m --ioengine=libaio --iodepth=8
 expect_stat cache_hits 1024 "writethrough: reads of data written in writethrough"
 expect_stat cache_misses 0 "writethrough: reads of data written in writethrough"
+# every miss promoted, none lost to a racing write
+clear_stats
+fio_q --rw=randread --bs=4k --size=1m --offset=700m --ioengine=psync
+expect_stat cache_misses 256 "writethrough: 256 reads of uncached data"
+for ((i = 0; i < 50; i++)); do
+	[ "$(stat_get promotions)" = 256 ] && break
+	sleep 0.1
+done
+expect_stat promotions 256 "writethrough: 256 misses promoted"
+expect_stat cache_miss_collisions 0 "writethrough: promotions with no write"
 
 # -- bypass of sequential streams -------------------------------------------
 set_mode writeback
