@@ -445,6 +445,9 @@ expect_refused "same device through another path refused" "given twice" "$D" -- 
 	-C "$D" -C "$T/./d.img"
 expect_refused "same device through a symlink refused" "given twice" "$D" -- \
 	-B "$D" -C "$T/d-link.img"
+E=$(img e.img 96M)
+expect_refused "a second -C is refused" "holds one cache device" "$D" "$E" -- \
+	-C "$D" -C "$E"
 expect_refused "a directory is refused" "not a block device or regular file" -- \
 	-C "$T"
 expect_refused "a character device is refused" "not a block device or regular file" -- \

@@ -122,7 +122,7 @@ static void __noreturn __printf(1, 2) usage_error(const char *fmt, ...)
 
 static void print_help(void)
 {
-	printf("Usage: " PROG " -C <dev> [-C <dev> ...] -B <dev> [-B <dev> ...] [options]\n"
+	printf("Usage: " PROG " [-C <dev>] [-B <dev> ...] [options]   (at least one device)\n"
 	       "       " PROG " --show <dev>\n"
 	       "       " PROG " --probe <dev>\n"
 	       "\n"
@@ -1313,6 +1313,21 @@ int main(int argc, char **argv)
 
 	/* Phase 1: checks.  Nothing is written unless all pass. */
 	bad = stat_devices();
+	if (!bad) {
+		const char *first = NULL;
+
+		for (i = 0; i < ndevs; i++) {
+			if (!devs[i].cache)
+				continue;
+			if (first) {
+				err("%s: a cache set holds one cache device, and %s is this set's; format each cache device with its own make-cache -C",
+				    devs[i].path, first);
+				bad = 1;
+				break;
+			}
+			first = devs[i].path;
+		}
+	}
 	if (!bad) {
 		bool sized = true;
 
