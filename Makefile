@@ -6,6 +6,9 @@
 #   make KDIR=<dir>      build against an explicit kernel build tree
 #   make demo            install deps, build, boot a VM, show the cache working
 #   make check           the whole test suite (what .ci/run runs)
+#   make install         the module, make-cache, udev rules, initramfs pieces
+#                        and man pages (DESTDIR, PREFIX; see below)
+#   make uninstall       remove exactly what install put there
 
 ifneq ($(KVER),)
 KDIR ?= /lib/modules/$(KVER)/build
@@ -27,7 +30,8 @@ MAKE_CACHE_HDR := $(wildcard tools/make-cache/*.h) tools/lib/bkc_shim.h \
 	drivers/blkcache/core/sb.h drivers/blkcache/core/bkc_port.h \
 	include/uapi/linux/blkcache.h
 
-.PHONY: all module tools clean check demo kver kdir deps
+.PHONY: all module tools clean check demo kver kdir deps install uninstall \
+	install-files
 
 all: module tools
 
@@ -76,6 +80,67 @@ check:
 
 demo:
 	scripts/demo
+
+# ---- install ---------------------------------------------------------------
+# PREFIX (default /usr) holds make-cache and the man pages.  The module goes
+# to /lib/modules/<KVER>/updates/ and the udev rules to UDEVDIR, the
+# initramfs-tools pieces to INITRAMFS_DIR, wherever PREFIX is, because that
+# is where depmod, udev and mkinitramfs look.  With DESTDIR (a staging tree)
+# depmod is left to whoever installs the tree.
+PREFIX ?= /usr
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+UDEVDIR ?= /usr/lib/udev
+INITRAMFS_DIR ?= /usr/share/initramfs-tools
+MODDIR := /lib/modules/$(KVER)/updates
+KO := drivers/blkcache/blkcache.ko
+RULES := tools/udev/69-blkcache.rules
+MANPAGES := $(wildcard Documentation/man/*.[1-8])
+INITRAMFS_FILES := $(wildcard tools/initramfs/hooks/* \
+	tools/initramfs/scripts/*/*)
+
+# Every file install writes, relative to DESTDIR: what uninstall removes.
+INSTALLED := $(MODDIR)/blkcache.ko $(SBINDIR)/make-cache \
+	$(UDEVDIR)/rules.d/69-blkcache.rules \
+	$(foreach m,$(MANPAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
+	$(patsubst tools/initramfs/%,$(INITRAMFS_DIR)/%,$(INITRAMFS_FILES))
+
+# Where the installed pieces find make-cache.
+SUBST := sed -e 's|/usr/sbin/make-cache|$(SBINDIR)/make-cache|g'
+
+install: install-files
+ifeq ($(DESTDIR),)
+	depmod -a $(KVER)
+else
+	@echo "note: DESTDIR set: run depmod -a $(KVER) once the tree is in place"
+endif
+
+install-files:
+	@test -f $(KO) -a -f $(MAKE_CACHE) || { echo "$(KO) or $(MAKE_CACHE) missing: run make first" >&2; exit 1; }
+	@test "$$(modinfo -F vermagic $(KO) | cut -d' ' -f1)" = "$(KVER)" || { echo "$(KO) is not built for $(KVER): make KVER=$(KVER)" >&2; exit 1; }
+	install -D -m 0644 $(KO) $(DESTDIR)$(MODDIR)/blkcache.ko
+	install -D -m 0755 $(MAKE_CACHE) $(DESTDIR)$(SBINDIR)/make-cache
+	install -d $(DESTDIR)$(UDEVDIR)/rules.d
+	$(SUBST) $(RULES) >$(DESTDIR)$(UDEVDIR)/rules.d/69-blkcache.rules
+	chmod 0644 $(DESTDIR)$(UDEVDIR)/rules.d/69-blkcache.rules
+	@set -e; for m in $(MANPAGES); do \
+		sec=$${m##*.}; \
+		echo "install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$sec/$${m##*/}"; \
+		install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$sec/$${m##*/}; \
+	done
+	@set -e; for f in $(INITRAMFS_FILES); do \
+		d=$(DESTDIR)$(INITRAMFS_DIR)/$${f#tools/initramfs/}; \
+		echo "install $$f -> $$d"; \
+		install -d $${d%/*}; \
+		$(SUBST) $$f >$$d; chmod 0755 $$d; \
+	done
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(MODDIR) 2>/dev/null
+ifeq ($(DESTDIR),)
+	depmod -a $(KVER)
+endif
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean >/dev/null 2>&1

@@ -1,0 +1,152 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# timeout: 300
+#
+# Issue 8: installed like a distribution package, brought up by udev alone,
+# in one boot.  /usr is made writable with an overlay (upper on tmpfs), so
+# that `make install` (no DESTDIR) installs into the guest's own system:
+# the module into /lib/modules/<kver>/updates with depmod, make-cache into
+# /usr/sbin, the rules into /usr/lib/udev/rules.d.  Then:
+#   - `modprobe blkcache` loads the installed module and pulls in
+#     libcrc32c by itself;
+#   - with the module unloaded and md0 stopped, systemd-udevd runs with the
+#     installed rules (mdadm's incremental assembly masked, so that md0 is
+#     assembled by hand, late); a trigger loads the module and registers
+#     the SSD, and assembling md0 afterwards brings up /dev/cache0 with
+#     /dev/cache/by-uuid/<backing uuid> and /dev/cache/by-label/<label>;
+#   - a filesystem made on /dev/cache0 gets its /dev/disk/by-uuid link;
+#   - after stop of everything (module unloaded again), md0 is triggered
+#     first and waits, then the SSD: /dev/cache0 and the links come back;
+#   - a label change moves the by-label link.
+# shellcheck disable=SC2119  # make_raid5 and stop_raid take no arguments here
+. "$BKC_REPO/tests/vm/lib.sh"
+
+cd /tmp
+KVER=$(uname -r)
+LABEL=t40vol
+UDEVD=/lib/systemd/systemd-udevd
+[ -x "$UDEVD" ] || fail "no $UDEVD"
+
+# ---- install into the guest's /usr ------------------------------------------
+
+mkdir -p /tmp/ov/up /tmp/ov/work
+mount -t overlay overlay -o lowerdir=/usr,upperdir=/tmp/ov/up,workdir=/tmp/ov/work /usr ||
+	fail "cannot make /usr writable with an overlay"
+on_exit "umount -l /usr"
+make -s -C "$BKC_REPO" install >/tmp/install.log 2>&1 ||
+	{ cat /tmp/install.log; fail "make install failed"; }
+for f in "/lib/modules/$KVER/updates/blkcache.ko" /usr/sbin/make-cache \
+	/usr/lib/udev/rules.d/69-blkcache.rules \
+	/usr/share/man/man8/make-cache.8 /usr/share/man/man4/blkcache.4; do
+	[ -f "$f" ] || fail "make install did not install $f"
+done
+grep -q "updates/blkcache.ko:.*libcrc32c" "/lib/modules/$KVER/modules.dep" ||
+	fail "depmod did not record blkcache.ko and its dependency"
+log "make install: $(wc -l </tmp/install.log) lines, module, tool, rules, man pages"
+
+[ ! -d /sys/module/blkcache ] || fail "blkcache is loaded before the test"
+modprobe blkcache || fail "modprobe blkcache failed"
+[ -d /sys/module/blkcache ] || fail "modprobe did not load blkcache"
+[ "$(modinfo -n blkcache)" = "/lib/modules/$KVER/updates/blkcache.ko" ] ||
+	fail "modprobe found $(modinfo -n blkcache), not the installed module"
+[ -d /sys/module/libcrc32c ] || fail "libcrc32c was not pulled in"
+modprobe -r blkcache || fail "modprobe -r blkcache failed"
+log "modprobe blkcache from the installed tree, with libcrc32c"
+
+# ---- format, then stop everything ---------------------------------------
+
+make_raid5
+MC=/usr/sbin/make-cache
+out=$("$MC" --wipe --writeback -l "$LABEL" -C "$BKC_SSD" -B /dev/md0) ||
+	fail "make-cache failed: $out"
+set_uuid=$(sed -n 's/^Set UUID: *//p' <<<"$out")
+buuid=$("$MC" --probe /dev/md0 | sed -n 's/^BLKCACHE_UUID=//p')
+if [ -z "$set_uuid" ] || [ -z "$buuid" ]; then
+	fail "no set or backing uuid: $out"
+fi
+wait_for /dev/cache0
+echo 1 >/sys/block/cache0/cache/stop
+wait_gone /dev/cache0 30
+echo 1 >"/sys/fs/blkcache/$set_uuid/stop"
+wait_gone "/sys/fs/blkcache/$set_uuid" 30
+rmmod blkcache || fail "rmmod blkcache failed"
+stop_raid
+
+# ---- udev alone ----------------------------------------------------------
+
+mkdir -p /run/udev/rules.d
+# md0 is assembled by hand, after the SSD is up
+ln -sf /dev/null /run/udev/rules.d/64-md-raid-assembly.rules
+"$UDEVD" --daemon || fail "systemd-udevd did not start"
+on_exit "udevadm control --exit"
+udevadm settle -t 30
+
+# settled: wait for the udev queue to drain
+settled() {
+	udevadm settle -t 30 || fail "udev did not settle"
+}
+
+# links_ok LABEL: the stable names of /dev/cache0 point at it
+links_ok() {
+	local l
+	for l in "/dev/cache/by-uuid/$buuid" "/dev/cache/by-label/$1"; do
+		wait_for "$l" 10
+		[ "$(readlink -f "$l")" = /dev/cache0 ] ||
+			fail "$l points at $(readlink -f "$l"), not /dev/cache0"
+	done
+}
+
+udevadm trigger --action=add --subsystem-match=block
+settled
+[ -d /sys/module/blkcache ] || fail "udev did not load blkcache"
+[ -d "/sys/fs/blkcache/$set_uuid" ] || fail "udev did not register the SSD"
+[ ! -e /dev/cache0 ] || fail "/dev/cache0 exists before md0 is assembled"
+read -r -a hdds <<<"$BKC_HDDS"
+mdadm --assemble "$BKC_MD" "${hdds[@]}" || fail "mdadm --assemble failed"
+settled
+wait_for /dev/cache0 30
+links_ok "$LABEL"
+log "SSD first, md0 assembled late: /dev/cache0 and its links by udev alone"
+
+mkfs.xfs -q -f /dev/cache0
+settled
+fsuuid=$(blkid -s UUID -o value /dev/cache0)
+wait_for "/dev/disk/by-uuid/$fsuuid" 10
+[ "$(readlink -f "/dev/disk/by-uuid/$fsuuid")" = /dev/cache0 ] ||
+	fail "/dev/disk/by-uuid/$fsuuid does not point at /dev/cache0"
+links_ok "$LABEL"
+log "the filesystem on /dev/cache0 has its /dev/disk/by-uuid link"
+
+# ---- stop, the other order -----------------------------------------------
+
+echo 1 >/sys/block/cache0/cache/stop
+wait_gone /dev/cache0 30
+echo 1 >"/sys/fs/blkcache/$set_uuid/stop"
+wait_gone "/sys/fs/blkcache/$set_uuid" 30
+settled
+[ ! -e "/dev/cache/by-uuid/$buuid" ] || fail "the by-uuid link outlived /dev/cache0"
+rmmod blkcache || fail "rmmod blkcache failed"
+udevadm trigger --action=change --sysname-match=md0
+settled
+[ -e /sys/block/md0/cache ] || fail "md0 was not registered by udev"
+[ ! -e /dev/cache0 ] || fail "/dev/cache0 came up without its cache set"
+udevadm trigger --action=change --sysname-match="${BKC_SSD#/dev/}"
+settled
+wait_for /dev/cache0 30
+links_ok "$LABEL"
+log "after stop, md0 first then the SSD: /dev/cache0 and the links are back"
+
+# ---- a label change moves the link ------------------------------------------
+
+echo t40new >/sys/block/cache0/cache/label
+settled
+links_ok t40new
+[ ! -e "/dev/cache/by-label/$LABEL" ] || fail "the old by-label link stayed"
+log "label change: /dev/cache/by-label/t40new, the old link gone"
+
+echo 1 >/sys/block/cache0/cache/stop
+wait_gone /dev/cache0 30
+echo 1 >"/sys/fs/blkcache/$set_uuid/stop"
+wait_gone "/sys/fs/blkcache/$set_uuid" 30
+settled
+rmmod blkcache || fail "rmmod blkcache failed"
