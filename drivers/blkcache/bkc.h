@@ -102,6 +102,8 @@ struct bkc_set {
 	struct bkc_sb_info	sb;
 	struct list_head	backings;	/* attached bkc_backing */
 	struct bkc_statset	st;		/* <uuid>/stats_* */
+	atomic64_t		data_written;	/* bytes to the cache device */
+	atomic64_t		meta_written;	/* of them metadata */
 	bool			kobj_added;
 	bool			cdev_kobj_added;
 	bool			dead;

@@ -58,6 +58,9 @@ int bkc_meta_io(struct bkc_set *set, blk_opf_t opf, u64 sector, void *buf,
 		return -EIO;
 	if (vm && write)
 		flush_kernel_vmap_range(buf, len);
+	if (write)
+		atomic64_add(len, opf & REQ_META ? &set->meta_written :
+			     &set->data_written);
 	while (len && !r) {
 		u32 n = 0, chunk;
 		struct bio *bio;

@@ -311,6 +311,7 @@ static void bkc_to_cache(struct bkc_req *r, u32 segno)
 						      seg->off));
 	if (clone)
 		clone->bi_opf &= ~(REQ_FUA | REQ_PREFLUSH);
+	atomic64_add((u64)seg->len << SECTOR_SHIFT, &set->data_written);
 	bkc_submit_clone(r, clone);
 }
 
@@ -670,6 +671,7 @@ static int bkc_promo_write(struct bkc_promo *p, u32 from, u32 len,
 					   PAGE_SIZE)),
 			REQ_OP_WRITE, GFP_NOIO);
 	bio->bi_iter.bi_sector = sector;
+	atomic64_add(left, &p->set->data_written);
 	while (left) {
 		u32 in = byte & (PAGE_SIZE - 1);
 		u32 n = min_t(u32, left, PAGE_SIZE - in);

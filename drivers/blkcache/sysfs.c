@@ -694,6 +694,44 @@ static ssize_t set_stop_store(struct kobject *kobj,
 	return r ?: len;
 }
 
+static ssize_t written_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return bkc_emit_hsize(buf, atomic64_read(&to_set(kobj)->data_written) +
+			      atomic64_read(&to_set(kobj)->meta_written));
+}
+
+static ssize_t metadata_written_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
+{
+	return bkc_emit_hsize(buf, atomic64_read(&to_set(kobj)->meta_written));
+}
+
+/* Shares of the cache's buckets, in percent, as bcache's priority_stats. */
+static ssize_t priority_stats_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	struct bkc_set *set = to_set(kobj);
+	struct bkc_alloc_shares s = {};
+	u64 n;
+
+	mutex_lock(&bkc_lock);
+	if (set->core && !set->dead) {
+		down_read(&set->lock);
+		bkc_core_shares(set->core, &s);
+		up_read(&set->lock);
+	}
+	mutex_unlock(&bkc_lock);
+	n = s.unused + s.clean + s.dirty + s.metadata;
+	if (!n)
+		return -ENODEV;
+	return sysfs_emit(buf, "Unused:\t\t%llu%%\nClean:\t\t%llu%%\nDirty:\t\t%llu%%\nMetadata:\t%llu%%\n",
+			  div64_u64(s.unused * 100, n),
+			  div64_u64(s.clean * 100, n),
+			  div64_u64(s.dirty * 100, n),
+			  div64_u64(s.metadata * 100, n));
+}
+
 static ssize_t set_clear_stats_store(struct kobject *kobj,
 				     struct kobj_attribute *attr,
 				     const char *buf, size_t len)
@@ -871,6 +909,11 @@ static struct kobj_attribute bkc_attr_set_stop =
 	__ATTR(stop, 0200, NULL, set_stop_store);
 static struct kobj_attribute bkc_attr_set_unregister =
 	__ATTR(unregister, 0200, NULL, set_unregister_store);
+static struct kobj_attribute bkc_attr_written = __ATTR_RO(written);
+static struct kobj_attribute bkc_attr_metadata_written =
+	__ATTR_RO(metadata_written);
+static struct kobj_attribute bkc_attr_priority_stats =
+	__ATTR_RO(priority_stats);
 static struct kobj_attribute bkc_attr_set_clear_stats =
 	__ATTR(clear_stats, 0200, NULL, set_clear_stats_store);
 
@@ -886,6 +929,9 @@ static struct attribute *bkc_set_attrs[] = {
 	&bkc_attr_io_error_limit.attr,
 	&bkc_attr_io_error_halflife.attr,
 	&bkc_attr_set_clear_stats.attr,
+	&bkc_attr_written.attr,
+	&bkc_attr_metadata_written.attr,
+	&bkc_attr_priority_stats.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(bkc_set);

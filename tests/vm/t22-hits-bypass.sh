@@ -16,7 +16,9 @@
 #     fold), stats_hour/stats_day too, the set's stats_total counts what
 #     its device counts, its clear_stats clears it, writes over cached
 #     data are cache_write_hits and new data cache_write_misses, every
-#     read miss is one of promotions and none a cache_miss_collision.
+#     read miss is one of promotions and none a cache_miss_collision;
+#     the set's priority_stats add up to 100 %, written
+#     counts the cached writes and metadata_written part of it.
 # shellcheck disable=SC2119  # make_raid5 takes no arguments here
 . "$BKC_REPO/tests/vm/lib.sh"
 . "$BKC_REPO/tests/vm/verify-lib.sh"
@@ -107,6 +109,22 @@ w5=$(cat "$BATTR/stats_five_minute/cache_write_hits")
 in_range "$w5" 1990 2048 ||
 	fail "stats_five_minute: cache_write_hits $w5 6 s after 2048"
 log "windows: five_minute write hits $w5, hour $(cat "$BATTR/stats_hour/cache_write_hits")"
+# bucket shares and write amplification
+ps=$(cat "$sset/priority_stats")
+tot=0
+for k in Unused Clean Dirty Metadata; do
+	v=$(sed -n "s/^$k:[[:space:]]*\([0-9]*\)%$/\1/p" <<<"$ps")
+	[ -n "$v" ] || fail "priority_stats has no $k line: $ps"
+	tot=$((tot + v))
+done
+in_range "$tot" 96 100 || fail "priority_stats shares add up to $tot%: $ps"
+wr=$(hsize_bytes "$(cat "$sset/written")")
+mw=$(hsize_bytes "$(cat "$sset/metadata_written")")
+[ "$wr" -ge $((20 * MB)) ] || fail "written is $(cat "$sset/written") after 20 MiB of cached writes"
+if [ "$mw" -le 0 ] || [ "$mw" -ge "$wr" ]; then
+	fail "metadata_written $(cat "$sset/metadata_written") of written $(cat "$sset/written")"
+fi
+log "priority_stats: $(tr '\n\t' '  ' <<<"$ps"); written $(cat "$sset/written"), metadata $(cat "$sset/metadata_written")"
 
 # -- writethrough: a miss, promoted, then a hit ---------------------------
 set_mode writethrough

@@ -275,6 +275,35 @@ u32 bkc_alloc_avail(const struct bkc_alloc *a, enum bkc_alloc_class class)
 	return n > keep ? n - keep : 0;
 }
 
+void bkc_alloc_shares(const struct bkc_alloc *a, struct bkc_alloc_shares *s)
+{
+	u64 i;
+
+	s->unused = 0;
+	s->clean = 0;
+	s->dirty = 0;
+	s->metadata = a->geom.first_bucket;
+	for (i = a->geom.first_bucket; i < a->geom.nbuckets; i++) {
+		const struct bkc_bucket *b = &a->b[i];
+
+		switch (btype(b)) {
+		case BKC_BUCKET_DATA:
+			if (b->dirty)
+				s->dirty++;
+			else if (b->live)
+				s->clean++;
+			else
+				s->unused++;
+			break;
+		case BKC_BUCKET_FREE:
+			s->unused++;
+			break;
+		default:
+			s->metadata++;
+		}
+	}
+}
+
 static void push_free(struct bkc_alloc *a, u64 bucket)
 {
 	a->free[(a->free_head + a->nr_free) % a->free_cap] = bucket;

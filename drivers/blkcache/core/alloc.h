@@ -176,6 +176,15 @@ void bkc_alloc_reset_counts(struct bkc_alloc *a);
 /* Free buckets available to @class right now. */
 u32 bkc_alloc_avail(const struct bkc_alloc *a, enum bkc_alloc_class class);
 
+/* How the buckets are used (priority_stats), in buckets. */
+struct bkc_alloc_shares {
+	u64	unused;		/* free, or data with nothing live */
+	u64	clean;		/* data, none of it dirty */
+	u64	dirty;		/* data with dirty sectors */
+	u64	metadata;	/* btree, journal, table, superblock */
+};
+void bkc_alloc_shares(const struct bkc_alloc *a, struct bkc_alloc_shares *s);
+
 /*
  * Data: hand out up to @sectors from write point @wp's open bucket,
  * opening a new bucket if needed.  *@got may be less than asked (end of

@@ -297,6 +297,13 @@ static inline u64 bkc_core_dev_dirty(const struct bkc_core *c, u32 dev)
 	return dev < c->alloc.ndevs ? c->alloc.dev_dirty[dev] : 0;
 }
 
+/* How the buckets are used; caller holds the set lock. */
+static inline void bkc_core_shares(const struct bkc_core *c,
+				   struct bkc_alloc_shares *s)
+{
+	bkc_alloc_shares(&c->alloc, s);
+}
+
 /* Sectors of cache space for data: geometry, never changes. */
 static inline u64 bkc_core_capacity(const struct bkc_core *c)
 {
