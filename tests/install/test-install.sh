@@ -60,7 +60,9 @@ make -s -C "$REPO" install DESTDIR="$D" PREFIX="$P" >"$T/install.log" 2>&1 ||
 	echo "$P/share/man/man8/make-cache.8"
 	echo "/usr/lib/udev/rules.d/69-blkcache.rules"
 	for f in "$REPO"/tools/initramfs/hooks/* "$REPO"/tools/initramfs/scripts/*/*; do
-		[ -f "$f" ] && echo "/usr/share/initramfs-tools/${f#"$REPO"/tools/initramfs/}"
+		if [ -f "$f" ]; then
+			echo "/usr/share/initramfs-tools/${f#"$REPO"/tools/initramfs/}"
+		fi
 	done
 } | sort >"$T/want"
 if cmp -s "$T/got" "$T/want"; then
