@@ -304,6 +304,21 @@ static ssize_t backing_dev_name_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%pg\n", to_backing(kobj)->dev.bdev);
 }
 
+/* The uuid of the cache set the superblock names; empty if none. */
+static ssize_t set_uuid_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	struct bkc_backing *b = to_backing(kobj);
+	u8 uuid[BKC_UUID_SIZE];
+
+	mutex_lock(&b->sb_io);
+	memcpy(uuid, b->sb.set_uuid, BKC_UUID_SIZE);
+	mutex_unlock(&b->sb_io);
+	if (bkc_uuid_is_zero(uuid))
+		return sysfs_emit(buf, "\n");
+	return sysfs_emit(buf, "%pUb\n", uuid);
+}
+
 static ssize_t backing_dev_uuid_show(struct kobject *kobj,
 				     struct kobj_attribute *attr, char *buf)
 {
@@ -589,6 +604,7 @@ static struct kobj_attribute bkc_attr_cache_mode = __ATTR_RW(cache_mode);
 static struct kobj_attribute bkc_attr_label = __ATTR_RW(label);
 static struct kobj_attribute bkc_attr_backing_dev_name =
 	__ATTR_RO(backing_dev_name);
+static struct kobj_attribute bkc_attr_set_uuid = __ATTR_RO(set_uuid);
 static struct kobj_attribute bkc_attr_backing_dev_uuid =
 	__ATTR_RO(backing_dev_uuid);
 static struct kobj_attribute bkc_attr_dirty_data = __ATTR_RO(dirty_data);
@@ -616,6 +632,7 @@ static struct attribute *bkc_backing_attrs[] = {
 	&bkc_attr_label.attr,
 	&bkc_attr_backing_dev_name.attr,
 	&bkc_attr_backing_dev_uuid.attr,
+	&bkc_attr_set_uuid.attr,
 	&bkc_attr_dirty_data.attr,
 	&bkc_attr_sequential_cutoff.attr,
 	&bkc_attr_writeback_percent.attr,
@@ -1020,7 +1037,16 @@ static struct kobj_attribute bkc_attr_nbuckets = __ATTR_RO(nbuckets);
 static struct kobj_attribute bkc_attr_bucket_size = __ATTR_RO(bucket_size);
 static struct kobj_attribute bkc_attr_block_size = __ATTR_RO(block_size);
 
+static ssize_t dev_name_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%pg\n", cdev_to_set(kobj)->dev.bdev);
+}
+
+static struct kobj_attribute bkc_attr_dev_name = __ATTR_RO(dev_name);
+
 static struct attribute *bkc_cdev_attrs[] = {
+	&bkc_attr_dev_name.attr,
 	&bkc_attr_cache_replacement_policy.attr,
 	&bkc_attr_nbuckets.attr,
 	&bkc_attr_bucket_size.attr,

@@ -591,6 +591,23 @@ if [[ $rc -eq 1 && ! -s $T/out && ! -s $T/err ]]; then pass "$CASE"; else fail "
 expect_refused "--probe with -C is a usage error" "cannot be combined" "$Z2" -- \
 	--probe "$Z2" -C "$Z2"
 
+# -------------------------------------------------------------- --status
+
+CASE="--status --json parses (module loaded or not)"
+run --status --json
+if [[ $rc -eq 0 ]] && python3 -m json.tool "$T/out" >/dev/null &&
+   grep -q '"loaded": ' "$T/out"; then
+	pass "$CASE"
+else
+	fail "$CASE" "rc=$rc"
+fi
+CASE="--status"
+run --status
+if [[ $rc -eq 0 && -s $T/out ]]; then pass "$CASE"; else fail "$CASE" "rc=$rc"; fi
+expect_refused "--json without --status is a usage error" "goes with --status" -- --json
+expect_refused "--status with -C is a usage error" "cannot be combined" "$Z2" -- \
+	--status -C "$Z2"
+
 # -------------------------------------------------------------- discard
 
 CASE="--discard on an image punches out the data area"

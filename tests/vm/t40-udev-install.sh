@@ -18,6 +18,8 @@
 #   - a filesystem made on /dev/cache0 gets its /dev/disk/by-uuid link;
 #   - after stop of everything (module unloaded again), md0 is triggered
 #     first and waits, then the SSD: /dev/cache0 and the links come back;
+#   - `make-cache --status` and `--status --json` (parsed by python3) show
+#     the set and the device with the right names, mode and state;
 #   - a label change moves the by-label link.
 # shellcheck disable=SC2119  # make_raid5 and stop_raid take no arguments here
 . "$BKC_REPO/tests/vm/lib.sh"
@@ -108,6 +110,31 @@ wait_for "/dev/disk/by-uuid/$fsuuid" 10
 	fail "/dev/disk/by-uuid/$fsuuid does not point at /dev/cache0"
 links_ok "$LABEL"
 log "the filesystem on /dev/cache0 has its /dev/disk/by-uuid link"
+
+# ---- make-cache --status: one snapshot, and JSON for exporters ------------
+
+"$MC" --status >/tmp/status.txt || fail "make-cache --status failed"
+grep -q "^cache0: $LABEL, backing md0 (uuid $buuid, set $set_uuid), writeback, state " /tmp/status.txt ||
+	fail "--status does not show cache0: $(cat /tmp/status.txt)"
+grep -q "^cache set $set_uuid on ${BKC_SSD#/dev/}: " /tmp/status.txt ||
+	fail "--status does not show the set: $(cat /tmp/status.txt)"
+"$MC" --status --json >/tmp/status.json || fail "make-cache --status --json failed"
+python3 -m json.tool /tmp/status.json >/dev/null || fail "--status --json is not JSON: $(cat /tmp/status.json)"
+python3 - "$set_uuid" "$buuid" "$LABEL" "${BKC_SSD#/dev/}" <<'PY' || fail "--status --json: $(cat /tmp/status.json)"
+import json, sys
+set_uuid, buuid, label, ssd = sys.argv[1:]
+j = json.load(open("/tmp/status.json"))
+assert j["loaded"] is True
+s, = [s for s in j["sets"] if s["uuid"] == set_uuid]
+assert s["cache_device"] == ssd and s["backing_devices"] == ["md0"], s
+assert s["io_errors"] == 0 and s["nbuckets"] > 0 and s["written_bytes"] > 0, s
+d, = [d for d in j["devices"] if d["uuid"] == buuid]
+assert d["backing_device"] == "md0" and d["cache_device"] == "cache0", d
+assert d["set_uuid"] == set_uuid and d["label"] == label, d
+assert d["cache_mode"] == "writeback" and d["state"] in ("clean", "dirty"), d
+assert d["dirty_bytes"] >= 0 and d["lost_dirty"] is False, d
+PY
+log "--status: $(head -n1 /tmp/status.txt | cut -c1-100)...; --status --json parses and agrees"
 
 # ---- stop, the other order -----------------------------------------------
 

@@ -86,6 +86,8 @@ struct mc_opts {
 	bool	no_register;
 	const char *show;
 	const char *probe;
+	bool status;
+	bool json;
 };
 
 static struct mc_dev devs[MC_MAX_DEVS];
@@ -125,6 +127,7 @@ static void print_help(void)
 	printf("Usage: " PROG " [-C <dev>] [-B <dev> ...] [options]   (at least one device)\n"
 	       "       " PROG " --show <dev>\n"
 	       "       " PROG " --probe <dev>\n"
+	       "       " PROG " --status [--json]\n"
 	       "\n"
 	       "Format cache (-C) and backing (-B) devices for blkcache.  Block devices\n"
 	       "and regular files (image files) are accepted.\n"
@@ -159,6 +162,9 @@ static void print_help(void)
 	       "      --probe <dev>          print what the superblock of <dev> says as\n"
 	       "                             udev KEY=value lines (exit 1, no output: not\n"
 	       "                             a blkcache device)\n"
+	       "      --status [--json]      every registered cache set and device: mode,\n"
+	       "                             state, dirty data, hit ratio, writeback rate,\n"
+	       "                             errors (--json: for exporters)\n"
 	       "  -h, --help                 print this help and exit\n"
 	       "      --version              print the version and exit\n"
 	       "\n"
@@ -227,6 +233,8 @@ enum {
 	OPT_VERSION,
 	OPT_SHOW,
 	OPT_PROBE,
+	OPT_STATUS,
+	OPT_JSON,
 };
 
 static const struct option long_opts[] = {
@@ -249,6 +257,8 @@ static const struct option long_opts[] = {
 	{ "version",			no_argument,	   NULL, OPT_VERSION },
 	{ "show",			required_argument, NULL, OPT_SHOW },
 	{ "probe",			required_argument, NULL, OPT_PROBE },
+	{ "status",			no_argument,	   NULL, OPT_STATUS },
+	{ "json",			no_argument,	   NULL, OPT_JSON },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -338,6 +348,12 @@ static void parse_args(int argc, char **argv, struct mc_opts *o)
 				usage_error("--show takes one device");
 			o->show = optarg;
 			break;
+		case OPT_STATUS:
+			o->status = true;
+			break;
+		case OPT_JSON:
+			o->json = true;
+			break;
 		case OPT_PROBE:
 			if (o->probe)
 				usage_error("--probe takes one device");
@@ -358,12 +374,16 @@ static void parse_args(int argc, char **argv, struct mc_opts *o)
 	if (optind < argc)
 		usage_error("unexpected argument '%s' (devices go after -C or -B)",
 			    argv[optind]);
-	if (o->show && o->probe)
-		usage_error("--show and --probe cannot be combined");
+	if (o->json && !o->status)
+		usage_error("--json goes with --status");
+	if ((o->show != NULL) + (o->probe != NULL) + o->status > 1)
+		usage_error("--show, --probe and --status cannot be combined");
+	if (o->status && ndevs)
+		usage_error("--status cannot be combined with -C or -B");
 	if ((o->show || o->probe) && ndevs)
 		usage_error("--%s cannot be combined with -C or -B",
 			    o->show ? "show" : "probe");
-	if (!o->show && !o->probe && !ndevs)
+	if (!o->show && !o->probe && !o->status && !ndevs)
 		usage_error("no devices given; use -C <dev> and/or -B <dev>");
 }
 
@@ -1291,6 +1311,8 @@ int main(int argc, char **argv)
 		return show(o.show);
 	if (o.probe)
 		return mc_probe(o.probe);
+	if (o.status)
+		return mc_status(o.json);
 
 	for (i = 0; i < ndevs; i++)
 		have_cache |= devs[i].cache;

@@ -6,6 +6,7 @@
 #define _MAKE_CACHE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The one place the tool's version is defined. */
@@ -33,5 +34,8 @@ int mc_is_pow2(uint64_t v);
 
 /* --probe (probe.c) */
 int mc_probe(const char *path);
+
+/* --status [--json] (status.c) */
+int mc_status(bool json);
 
 #endif /* _MAKE_CACHE_H */
