@@ -25,6 +25,7 @@
 #include <linux/jiffies.h>
 
 #include "bkc.h"
+#include "trace.h"
 
 #define BKC_IO_ERROR_LIMIT	8
 
@@ -74,6 +75,7 @@ void bkc_set_fail(struct bkc_set *set, const char *why, int err)
 		WRITE_ONCE(set->fail_err, err);
 	if (test_and_set_bit(BKC_SET_FAILED, &set->fflags))
 		return;
+	trace_bkc_set_fail(set->dev.bdev->bd_dev, err, why);
 	WRITE_ONCE(set->running, false);
 	wake_up_all(&set->space_wait);
 	wake_up(&set->meta_wait);

@@ -25,6 +25,7 @@
 #include <linux/vmalloc.h>
 
 #include "bkc.h"
+#include "trace.h"
 
 #define BKC_JOURNAL_DELAY_MS	100
 #define BKC_NODE_FLUSH_INTERVAL	(5 * HZ)
@@ -278,6 +279,8 @@ static int bkc_commit(struct bkc_set *set)
 	bkc_core_journal_done(c, &w);
 	WRITE_ONCE(set->durable_seq, bkc_core_durable_seq(c));
 	bkc_set_unlock(set);
+	trace_bkc_journal_commit(set->dev.bdev->bd_dev, w.seq, w.last_seq,
+				 w.bytes);
 	bkc_journal_wake(set, false);
 	wake_up_all(&set->space_wait);
 	return 0;
@@ -491,6 +494,7 @@ static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
 		m->nr = 0;
 		r = bkc_gc_step(&set->gc, budget, bkc_gc_collect, m);
 		bkc_set_unlock(set);
+		trace_bkc_gc_step(set->dev.bdev->bd_dev, r, m->nr);
 		bkc_pins_put(set, &pins);
 		if (r != -EDEADLK || budget < 32)
 			break;

@@ -48,6 +48,7 @@
 #include <linux/slab.h>
 
 #include "bkc.h"
+#include "trace.h"
 
 #define BKC_SEGS		32
 #define BKC_SEG_WHOLE		0xffff	/* clone of the whole request */
@@ -594,6 +595,10 @@ static void bkc_read(struct bkc_req *r)
 	bkc_acct_start(r);
 	bypass = bkc_sequential(r->b, r->bio);
 
+	trace_bkc_request(disk_devt(r->b->disk), r->lba, r->sectors, false,
+			  bypass ? BKC_ROUTE_BYPASS : hits == covered ?
+			  BKC_ROUTE_HIT : BKC_ROUTE_MISS,
+			  bypass ? BKC_WHY_SEQUENTIAL : BKC_WHY_NONE);
 	if (bypass) {
 		bkc_count(r, BKC_STAT_BYPASSED, r->sectors);
 		if (hits == covered)
@@ -969,24 +974,29 @@ static void bkc_write(struct bkc_req *r)
 	struct bkc_set *set = r->set;
 	u32 mode = READ_ONCE(b->sb.cache_mode), i;
 	enum req_op op = bio_op(r->bio);
+	int ret = -ENOSPC, why = BKC_WHY_NONE;
 	bool bypass;
-	int ret = -ENOSPC;
 
 	/* a detach in progress writes back; new data must not be dirty */
 	if (mode == BKC_MODE_WRITEBACK && READ_ONCE(b->detaching))
 		mode = BKC_MODE_WRITETHROUGH;
-	bypass = mode == BKC_MODE_NONE || mode == BKC_MODE_WRITEAROUND ||
-		op != REQ_OP_WRITE || !r->sectors ||
-		(mode == BKC_MODE_WRITEBACK && bkc_dirty_full(set));
-	if (!bypass && bkc_sequential(b, r->bio))
-		bypass = true;
+	if (mode == BKC_MODE_NONE || mode == BKC_MODE_WRITEAROUND)
+		why = BKC_WHY_MODE;
+	else if (op != REQ_OP_WRITE || !r->sectors)
+		why = BKC_WHY_OP;
+	else if (mode == BKC_MODE_WRITEBACK && bkc_dirty_full(set))
+		why = BKC_WHY_FULL;
+	else if (bkc_sequential(b, r->bio))
+		why = BKC_WHY_SEQUENTIAL;
+	bypass = why != BKC_WHY_NONE;
 	if (!bypass && mode == BKC_MODE_WRITEBACK) {
 		atomic_inc(&b->wb.wb_writes);
 		r->flags |= RQ_WBCOUNT;
 		/* count before state; bkc_wb_set_clean() does the reverse */
 		smp_mb__after_atomic();
 		if (bkc_mark_dirty(b))
-			bypass = true;
+			why = BKC_WHY_NOSPACE;
+		bypass = why != BKC_WHY_NONE;
 	}
 	if (!bypass) {
 		ret = bkc_alloc_extents(r, mode == BKC_MODE_WRITEBACK ?
@@ -996,8 +1006,12 @@ static void bkc_write(struct bkc_req *r)
 			ret = bkc_alloc_extents(r, mode == BKC_MODE_WRITEBACK ?
 						BKC_WP_DIRTY : BKC_WP_CLEAN);
 		}
+		if (ret)
+			why = BKC_WHY_NOSPACE;
 		bypass = ret != 0;
 	}
+	trace_bkc_request(disk_devt(b->disk), r->lba, r->sectors, true,
+			  bypass ? BKC_ROUTE_BYPASS : BKC_ROUTE_CACHED, why);
 	bkc_acct_start(r);
 	if (r->sectors)
 		bkc_epoch_begin(r);

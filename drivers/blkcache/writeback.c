@@ -33,6 +33,7 @@
 #include <linux/vmalloc.h>
 
 #include "bkc.h"
+#include "trace.h"
 
 #define BKC_WB_KEYS		256
 #define BKC_WB_BATCH		(4U << 20)	/* bytes, before stripe end */
@@ -391,6 +392,8 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	r = bkc_wb_mark_clean(b, x);
 	if (!r)
 		r = done;
+	trace_bkc_writeback_batch(b->dev.bdev->bd_dev, start, end, x->nkeys,
+				  done);
 out:
 	bkc_wb_free_runs(x);
 	bkc_wb_batch_end(b);

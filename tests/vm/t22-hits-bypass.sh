@@ -18,7 +18,11 @@
 #     data are cache_write_hits and new data cache_write_misses, every
 #     read miss is one of promotions and none a cache_miss_collision;
 #     the set's priority_stats add up to 100 %, written
-#     counts the cached writes and metadata_written part of it.
+#     counts the cached writes and metadata_written part of it;
+#   - the tracepoints blkcache:bkc_request (256 read hits for 256 reads of
+#     cached data, 128 cached writes for 128 writes), bkc_journal_commit,
+#     bkc_writeback_batch (while draining) and bkc_gc_step (trigger_gc)
+#     fire, bkc_set_fail does not.
 # shellcheck disable=SC2119  # make_raid5 takes no arguments here
 . "$BKC_REPO/tests/vm/lib.sh"
 . "$BKC_REPO/tests/vm/verify-lib.sh"
@@ -230,5 +234,44 @@ for s in cache_hits cache_misses cache_bypass_hits cache_bypass_misses \
 	expect_stat $s 0 "after clear_stats"
 done
 log "clear_stats: $(stats)"
+
+# -- tracepoints: the events of a small, known workload ----------------------
+TR=/sys/kernel/tracing
+[ -d "$TR/events" ] || mount -t tracefs nodev "$TR" || fail "cannot mount tracefs"
+[ -d "$TR/events/blkcache" ] || fail "no blkcache events in $TR/events"
+for e in bkc_request bkc_journal_commit bkc_writeback_batch bkc_gc_step bkc_set_fail; do
+	[ -d "$TR/events/blkcache/$e" ] || fail "no tracepoint blkcache:$e"
+done
+echo 0 >"$TR/tracing_on"
+echo 8192 >"$TR/buffer_size_kb"
+: >"$TR/trace"
+echo 1 >"$TR/events/blkcache/enable"
+echo 1 >"$TR/tracing_on"
+# 256 reads of cached data, 128 new writes, then writeback and a GC pass
+fio_q --rw=randread --bs=4k --size=1m --offset=0 --ioengine=psync
+fio_q --rw=randwrite --bs=4k --size=512k --offset=300m --ioengine=psync --end_fsync=1
+echo 0 >"$BATTR/writeback_percent"
+for ((i = 0; i < 300; i++)); do
+	[ "$(dirty_sectors)" = 0 ] && break
+	sleep 0.1
+done
+echo 1 >"/sys/fs/blkcache/$BKC_SET/trigger_gc"
+sleep 2
+echo 0 >"$TR/tracing_on"
+echo 0 >"$TR/events/blkcache/enable"
+grep -v '^#' "$TR/trace" >/tmp/trace.txt || true
+n_hit=$(grep -c 'bkc_request: .* read .* hit' /tmp/trace.txt || true)
+n_wr=$(grep -c 'bkc_request: .* write .* cached' /tmp/trace.txt || true)
+n_commit=$(grep -c 'bkc_journal_commit: ' /tmp/trace.txt || true)
+n_wb=$(grep -c 'bkc_writeback_batch: ' /tmp/trace.txt || true)
+n_gc=$(grep -c 'bkc_gc_step: ' /tmp/trace.txt || true)
+n_fail=$(grep -c 'bkc_set_fail: ' /tmp/trace.txt || true)
+log "trace: $n_hit read hits, $n_wr cached writes, $n_commit commits, $n_wb writeback batches, $n_gc GC steps, $n_fail set failures"
+[ "$n_hit" = 256 ] || fail "trace: $n_hit read hit events for 256 reads of cached data"
+[ "$n_wr" = 128 ] || fail "trace: $n_wr cached write events for 128 writes"
+[ "$n_commit" -ge 1 ] || fail "trace: no journal commit after an fsync"
+[ "$n_wb" -ge 1 ] || fail "trace: no writeback batch while draining"
+[ "$n_gc" -ge 1 ] || fail "trace: no GC step after trigger_gc"
+[ "$n_fail" = 0 ] || fail "trace: a set failure on a healthy cache"
 stop_all
 bkc_unload
