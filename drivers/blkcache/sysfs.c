@@ -395,6 +395,27 @@ static ssize_t writeback_delay_store(struct kobject *kobj,
 	return len;
 }
 
+static ssize_t writeback_max_age_show(struct kobject *kobj,
+				      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(to_backing(kobj)->wb.max_age));
+}
+
+static ssize_t writeback_max_age_store(struct kobject *kobj,
+				       struct kobj_attribute *attr,
+				       const char *buf, size_t len)
+{
+	struct bkc_backing *b = to_backing(kobj);
+	u64 v;
+	int r = bkc_parse_uint(buf, len, 0, 30 * 86400, &v);
+
+	if (r)
+		return r;
+	WRITE_ONCE(b->wb.max_age, v);
+	bkc_wb_kick(b);
+	return len;
+}
+
 static ssize_t writeback_running_show(struct kobject *kobj,
 				      struct kobj_attribute *attr, char *buf)
 {
@@ -614,6 +635,8 @@ static struct kobj_attribute bkc_attr_writeback_percent =
 	__ATTR_RW(writeback_percent);
 static struct kobj_attribute bkc_attr_writeback_delay =
 	__ATTR_RW(writeback_delay);
+static struct kobj_attribute bkc_attr_writeback_max_age =
+	__ATTR_RW(writeback_max_age);
 static struct kobj_attribute bkc_attr_writeback_running =
 	__ATTR_RW(writeback_running);
 static struct kobj_attribute bkc_attr_writeback_rate =
@@ -637,6 +660,7 @@ static struct attribute *bkc_backing_attrs[] = {
 	&bkc_attr_sequential_cutoff.attr,
 	&bkc_attr_writeback_percent.attr,
 	&bkc_attr_writeback_delay.attr,
+	&bkc_attr_writeback_max_age.attr,
 	&bkc_attr_writeback_running.attr,
 	&bkc_attr_writeback_rate.attr,
 	&bkc_attr_writeback_rate_max.attr,

@@ -434,7 +434,32 @@ static void bkc_wb_set_clean(struct bkc_backing *b)
 
 static bool bkc_wb_should_wake(struct bkc_backing *b)
 {
-	return kthread_should_stop() || READ_ONCE(b->wb.drain);
+	return kthread_should_stop() || READ_ONCE(b->wb.drain) ||
+	       b->wb.sweeping;
+}
+
+/*
+ * writeback_max_age: every max_age / 2 a pass writes back all dirty data
+ * from LBA 0 to the end at full speed, whatever the target and delay.
+ * Data dirtied behind the pass waits at most for the next one, so none
+ * stays dirty much longer than max_age (the keys carry no time of their
+ * own).  Only the thread touches the pass state.
+ */
+static void bkc_wb_age(struct bkc_backing *b, unsigned long now)
+{
+	struct bkc_wb *wb = &b->wb;
+	u32 age = READ_ONCE(wb->max_age);
+
+	if (!age) {
+		wb->sweeping = false;
+		return;
+	}
+	if (wb->sweeping ||
+	    time_before(now, wb->last_sweep + (unsigned long)age * HZ / 2))
+		return;
+	wb->sweeping = true;
+	wb->last_sweep = now;
+	wb->next_lba = 0;
 }
 
 static int bkc_wb_thread(void *arg)
@@ -479,10 +504,11 @@ static int bkc_wb_thread(void *arg)
 		}
 		if (!dirty_since)
 			dirty_since = now;
+		bkc_wb_age(b, now);
 		target = bkc_wb_target(b);
 		WRITE_ONCE(wb->target, target);
 		idle = time_after(now, READ_ONCE(wb->last_io) + BKC_WB_IDLE);
-		full = READ_ONCE(wb->drain) || !target || idle;
+		full = READ_ONCE(wb->drain) || !target || idle || wb->sweeping;
 		cap = READ_ONCE(wb->rate_max) >> SECTOR_SHIFT;
 		wb->ctl.max_rate = cap;
 		rate = bkc_ratectl_update(&wb->ctl, dirty, target, dt, idle);
@@ -500,6 +526,8 @@ static int bkc_wb_thread(void *arg)
 
 		r = bkc_wb_batch(b, x, wb->next_lba, &wb->next_lba);
 		if (r == 0) {
+			/* a max_age pass ends at the end of the device */
+			wb->sweeping = false;
 			/* nothing after next_lba: start over from 0 */
 			if (wb->next_lba)
 				wb->next_lba = 0;

@@ -39,6 +39,7 @@ struct bkc_wb {
 	u32			delay;		/* s: write back data this old */
 	bool			running;	/* writeback_running */
 	u64			rate_max;	/* bytes/s; 0: unlimited */
+	u32			max_age;	/* s: no data dirty longer; 0 off */
 
 	/* the thread (writeback.c) */
 	struct task_struct	*thread;
@@ -50,6 +51,8 @@ struct bkc_wb {
 	unsigned long		last_io;	/* jiffies of the last request */
 	u64			next_lba;	/* scan position */
 	bool			drain;		/* write everything, full speed */
+	bool			sweeping;	/* a max_age pass over all LBAs */
+	unsigned long		last_sweep;	/* jiffies it began */
 	u64			written;	/* sectors written back */
 };
 

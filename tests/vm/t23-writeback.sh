@@ -8,6 +8,10 @@
 #     data and state "dirty"; writeback_percent=0 drains it to 0 and
 #     "clean"; after stopping /dev/cache0 and the set, raw md0 from
 #     data_offset matches what /dev/cache0 showed (sha256);
+#   - issue 8, writeback_max_age: with writeback held off
+#     (writeback_percent=100, writeback_delay 30 s, a reader keeping the
+#     device busy) 8 MiB of dirty data stays for 6 s with max_age 0 and
+#     is written back within 3 x 5 s of writeback_max_age=5;
 #   - registered again, 32 MiB more dirty data, writeback still paused:
 #     detach writes it back first (state stays "dirty" until
 #     dirty_data is 0), then detaches ("no cache", on disk too); the data
@@ -64,9 +68,40 @@ sum2=$(region_sum /dev/md0 $((off + 64 * MB)) $((96 * MB)))
 [ "$sum1" = "$sum2" ] || fail "raw md0 differs from what /dev/cache0 showed"
 log "raw md0 at data_offset $off matches the 96 MiB written"
 
-# -- detach with dirty data ---------------------------------------------------
+# -- writeback_max_age --------------------------------------------------------
 register_all
 [ "$(state)" = clean ] || fail "state '$(state)' after re-registration"
+# writeback held off by writeback_percent=100, a 30 s delay and a reader
+# that keeps the device from looking idle
+echo 100 >"$BATTR/writeback_percent"
+echo 30 >"$BATTR/writeback_delay"
+[ "$(cat "$BATTR/writeback_max_age")" = 0 ] || fail "writeback_max_age is not 0 by default"
+fio_region 160 8 13 --do_verify=0
+fio --output=/tmp/fio-reader.out --eta=never --name=reader --filename=/dev/cache0 \
+	--direct=1 --rw=randread --bs=4k --offset=$((64 * MB)) --size=$((96 * MB)) \
+	--ioengine=psync --rate_iops=200 --time_based --runtime=60 &
+reader=$!
+on_exit "kill $reader 2>/dev/null || true"
+d0=$(dirty_sectors)
+sleep 6
+d1=$(dirty_sectors)
+[ "$d1" -ge $((d0 * 9 / 10)) ] ||
+	fail "max_age 0: dirty data fell from $d0 to $d1 sectors in 6 s with writeback held off"
+echo 5 >"$BATTR/writeback_max_age"
+start=$SECONDS
+while [ "$(dirty_sectors)" != 0 ]; do
+	[ $((SECONDS - start)) -le 15 ] ||
+		fail "writeback_max_age=5: $(dirty_sectors) sectors still dirty after 15 s"
+	sleep 0.5
+done
+log "writeback_max_age=5: $((d1 / 2048)) MiB dirty for 6 s with max_age 0, clean $((SECONDS - start)) s after max_age 5"
+kill "$reader" 2>/dev/null || true
+wait "$reader" 2>/dev/null || true
+echo 0 >"$BATTR/writeback_max_age"
+echo 10 >"$BATTR/writeback_percent"
+fio_region 160 8 13 --verify_only=1
+
+# -- detach with dirty data ---------------------------------------------------
 echo 0 >"$BATTR/writeback_running"
 fio_region 256 32 12 --do_verify=0
 [ "$(dirty_sectors)" = $((32 * 2048)) ] ||
