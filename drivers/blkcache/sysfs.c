@@ -450,7 +450,18 @@ static ssize_t writeback_rate_show(struct kobject *kobj,
 static ssize_t writeback_rate_max_show(struct kobject *kobj,
 				       struct kobj_attribute *attr, char *buf)
 {
-	return bkc_emit_hsize(buf, READ_ONCE(to_backing(kobj)->wb.rate_max));
+	static const char units[] = "kmgt";
+	u64 v = READ_ONCE(to_backing(kobj)->wb.rate_max);
+	int u = -1;
+
+	/* exact, in the largest unit that divides it: it can be written back */
+	while (v && u < 3 && !(v & 1023)) {
+		v >>= 10;
+		u++;
+	}
+	if (u < 0)
+		return sysfs_emit(buf, "%llu\n", v);
+	return sysfs_emit(buf, "%llu%c\n", v, units[u] - 32);
 }
 
 static ssize_t writeback_rate_max_store(struct kobject *kobj,

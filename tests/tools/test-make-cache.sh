@@ -608,6 +608,15 @@ expect_refused "--json without --status is a usage error" "goes with --status" -
 expect_refused "--status with -C is a usage error" "cannot be combined" "$Z2" -- \
 	--status -C "$Z2"
 
+CASE="--flush on a file is refused"
+run --flush "$Z2"
+if [[ $rc -eq 1 ]] && grep -q "not a block device" "$T/err"; then pass "$CASE"; else fail "$CASE" "rc=$rc"; fi
+CASE="--detach of a device that is not registered is refused"
+run --detach /dev/null
+if [[ $rc -eq 1 ]]; then pass "$CASE"; else fail "$CASE" "rc=$rc"; fi
+expect_refused "--flush with --status is a usage error" "cannot be combined" -- \
+	--flush /dev/null --status
+
 # -------------------------------------------------------------- discard
 
 CASE="--discard on an image punches out the data area"

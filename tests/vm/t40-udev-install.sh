@@ -20,7 +20,9 @@
 #     first and waits, then the SSD: /dev/cache0 and the links come back;
 #   - `make-cache --status` and `--status --json` (parsed by python3) show
 #     the set and the device with the right names, mode and state;
-#   - a label change moves the by-label link.
+#   - a label change moves the by-label link;
+#   - make-cache --flush drains the dirty data and restores the tunables it
+#     changed, --detach drains and detaches.
 # shellcheck disable=SC2119  # make_raid5 and stop_raid take no arguments here
 . "$BKC_REPO/tests/vm/lib.sh"
 
@@ -162,6 +164,32 @@ settled
 links_ok t40new
 [ ! -e "/dev/cache/by-label/$LABEL" ] || fail "the old by-label link stayed"
 log "label change: /dev/cache/by-label/t40new, the old link gone"
+
+# ---- make-cache --flush and --detach ---------------------------------------
+
+A=/sys/block/cache0/cache
+echo 100 >"$A/writeback_percent"
+echo 1M >"$A/writeback_rate_max"
+fio --output=/tmp/fio.out --eta=never --name=w --filename=/dev/cache0 --direct=1 \
+	--rw=randwrite --bs=4k --size=8m --ioengine=libaio --iodepth=8 ||
+	{ cat /tmp/fio.out; fail "fio failed"; }
+[ "$(cat "$A/dirty_data")" != 0 ] || fail "no dirty data to flush"
+"$MC" --flush /dev/cache0 >/tmp/flush.out 2>&1 ||
+	fail "make-cache --flush failed: $(cat /tmp/flush.out)"
+[ "$(cat "$A/dirty_data")" = 0 ] || fail "--flush returned with $(cat "$A/dirty_data") dirty"
+if [ "$(cat "$A/writeback_percent")" != 100 ] ||
+   [ "$(cat "$A/writeback_rate_max")" != 1M ]; then
+	fail "--flush did not restore the tunables: percent $(cat "$A/writeback_percent"), rate_max $(cat "$A/writeback_rate_max")"
+fi
+log "--flush: $(tail -n1 /tmp/flush.out); tunables restored"
+fio --output=/tmp/fio.out --eta=never --name=w --filename=/dev/cache0 --direct=1 \
+	--rw=randwrite --bs=4k --size=4m --offset=64m --ioengine=libaio --iodepth=8 ||
+	{ cat /tmp/fio.out; fail "fio failed"; }
+"$MC" --detach /dev/md0 >/tmp/detach.out 2>&1 ||
+	fail "make-cache --detach failed: $(cat /tmp/detach.out)"
+[ "$(cat "$A/state")" = "no cache" ] || fail "--detach left state '$(cat "$A/state")'"
+[ "$(cat "$A/set_uuid")" = "" ] || fail "--detach left set_uuid $(cat "$A/set_uuid")"
+log "--detach: $(tail -n1 /tmp/detach.out)"
 
 echo 1 >/sys/block/cache0/cache/stop
 wait_gone /dev/cache0 30

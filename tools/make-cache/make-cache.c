@@ -88,6 +88,8 @@ struct mc_opts {
 	const char *probe;
 	bool status;
 	bool json;
+	const char *flush;
+	const char *detach;
 };
 
 static struct mc_dev devs[MC_MAX_DEVS];
@@ -128,6 +130,7 @@ static void print_help(void)
 	       "       " PROG " --show <dev>\n"
 	       "       " PROG " --probe <dev>\n"
 	       "       " PROG " --status [--json]\n"
+	       "       " PROG " --flush <dev> | --detach <dev>\n"
 	       "\n"
 	       "Format cache (-C) and backing (-B) devices for blkcache.  Block devices\n"
 	       "and regular files (image files) are accepted.\n"
@@ -165,6 +168,10 @@ static void print_help(void)
 	       "      --status [--json]      every registered cache set and device: mode,\n"
 	       "                             state, dirty data, hit ratio, writeback rate,\n"
 	       "                             errors (--json: for exporters)\n"
+	       "      --flush <dev>          write back the dirty data of <dev> (/dev/cacheN\n"
+	       "                             or its backing device) at full speed, with\n"
+	       "                             progress, until none is left\n"
+	       "      --detach <dev>         the same, then detach it from its cache set\n"
 	       "  -h, --help                 print this help and exit\n"
 	       "      --version              print the version and exit\n"
 	       "\n"
@@ -235,6 +242,8 @@ enum {
 	OPT_PROBE,
 	OPT_STATUS,
 	OPT_JSON,
+	OPT_FLUSH,
+	OPT_DETACH,
 };
 
 static const struct option long_opts[] = {
@@ -259,6 +268,8 @@ static const struct option long_opts[] = {
 	{ "probe",			required_argument, NULL, OPT_PROBE },
 	{ "status",			no_argument,	   NULL, OPT_STATUS },
 	{ "json",			no_argument,	   NULL, OPT_JSON },
+	{ "flush",			required_argument, NULL, OPT_FLUSH },
+	{ "detach",			required_argument, NULL, OPT_DETACH },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -348,6 +359,16 @@ static void parse_args(int argc, char **argv, struct mc_opts *o)
 				usage_error("--show takes one device");
 			o->show = optarg;
 			break;
+		case OPT_FLUSH:
+			if (o->flush)
+				usage_error("--flush takes one device");
+			o->flush = optarg;
+			break;
+		case OPT_DETACH:
+			if (o->detach)
+				usage_error("--detach takes one device");
+			o->detach = optarg;
+			break;
 		case OPT_STATUS:
 			o->status = true;
 			break;
@@ -376,14 +397,17 @@ static void parse_args(int argc, char **argv, struct mc_opts *o)
 			    argv[optind]);
 	if (o->json && !o->status)
 		usage_error("--json goes with --status");
-	if ((o->show != NULL) + (o->probe != NULL) + o->status > 1)
-		usage_error("--show, --probe and --status cannot be combined");
-	if (o->status && ndevs)
-		usage_error("--status cannot be combined with -C or -B");
+	if ((o->show != NULL) + (o->probe != NULL) + o->status +
+	    (o->flush != NULL) + (o->detach != NULL) > 1)
+		usage_error("--show, --probe, --status, --flush and --detach cannot be combined");
+	if ((o->status || o->flush || o->detach) && ndevs)
+		usage_error("--%s cannot be combined with -C or -B",
+			    o->status ? "status" : o->flush ? "flush" : "detach");
 	if ((o->show || o->probe) && ndevs)
 		usage_error("--%s cannot be combined with -C or -B",
 			    o->show ? "show" : "probe");
-	if (!o->show && !o->probe && !o->status && !ndevs)
+	if (!o->show && !o->probe && !o->status && !o->flush && !o->detach &&
+	    !ndevs)
 		usage_error("no devices given; use -C <dev> and/or -B <dev>");
 }
 
@@ -1313,6 +1337,8 @@ int main(int argc, char **argv)
 		return mc_probe(o.probe);
 	if (o.status)
 		return mc_status(o.json);
+	if (o.flush || o.detach)
+		return mc_flush(o.flush ? o.flush : o.detach, !o.flush);
 
 	for (i = 0; i < ndevs; i++)
 		have_cache |= devs[i].cache;

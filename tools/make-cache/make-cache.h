@@ -38,4 +38,7 @@ int mc_probe(const char *path);
 /* --status [--json] (status.c) */
 int mc_status(bool json);
 
+/* --flush <dev>, --detach <dev> (flush.c) */
+int mc_flush(const char *dev, bool detach);
+
 #endif /* _MAKE_CACHE_H */
