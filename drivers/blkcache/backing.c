@@ -94,6 +94,7 @@ enum {
 	BKC_MUT_DETACH	= 1 << 3,	/* inconsistent stays, else none */
 	BKC_MUT_MODE	= 1 << 4,
 	BKC_MUT_LABEL	= 1 << 5,
+	BKC_MUT_TUNABLES = 1 << 6,	/* tun, and BKC_SB_F_TUNABLES */
 };
 
 struct bkc_sb_mut {
@@ -102,6 +103,7 @@ struct bkc_sb_mut {
 	u32	state;
 	u32	cache_mode;
 	char	label[BKC_LABEL_SIZE + 1];
+	struct bkc_tunables tun;
 };
 
 /* The mutable fields of a superblock, to put back after a failed write. */
@@ -110,6 +112,8 @@ struct bkc_sb_saved {
 	u32	state;
 	u32	cache_mode;
 	char	label[BKC_LABEL_SIZE + 1];
+	u32	flags;
+	struct bkc_tunables tun;
 };
 
 static void bkc_sb_save(const struct bkc_sb_info *sb, struct bkc_sb_saved *o)
@@ -118,6 +122,8 @@ static void bkc_sb_save(const struct bkc_sb_info *sb, struct bkc_sb_saved *o)
 	o->state = sb->state;
 	o->cache_mode = sb->cache_mode;
 	memcpy(o->label, sb->label, sizeof(o->label));
+	o->flags = sb->flags;
+	o->tun = sb->tun;
 }
 
 static void bkc_sb_restore(struct bkc_sb_info *sb,
@@ -127,6 +133,8 @@ static void bkc_sb_restore(struct bkc_sb_info *sb,
 	WRITE_ONCE(sb->state, o->state);
 	WRITE_ONCE(sb->cache_mode, o->cache_mode);
 	memcpy(sb->label, o->label, sizeof(o->label));
+	sb->flags = o->flags;
+	sb->tun = o->tun;
 }
 
 static void bkc_sb_apply(struct bkc_sb_info *sb, const struct bkc_sb_mut *m)
@@ -146,6 +154,10 @@ static void bkc_sb_apply(struct bkc_sb_info *sb, const struct bkc_sb_mut *m)
 		WRITE_ONCE(sb->cache_mode, m->cache_mode);
 	if (m->fields & BKC_MUT_LABEL)
 		memcpy(sb->label, m->label, sizeof(sb->label));
+	if (m->fields & BKC_MUT_TUNABLES) {
+		sb->tun = m->tun;
+		sb->flags |= BKC_SB_F_TUNABLES;
+	}
 }
 
 /*
@@ -643,6 +655,72 @@ int bkc_backing_set_mode(struct bkc_backing *b, u32 mode)
 	return bkc_backing_sb_update(b, &m);
 }
 
+/* The tunables as they are now. */
+static void bkc_backing_tunables(struct bkc_backing *b, struct bkc_tunables *t)
+{
+	t->sequential_cutoff = READ_ONCE(b->sequential_cutoff);
+	t->writeback_rate_max = READ_ONCE(b->wb.rate_max);
+	t->writeback_percent = READ_ONCE(b->wb.percent);
+	t->writeback_delay = READ_ONCE(b->wb.delay);
+	t->writeback_max_age = READ_ONCE(b->wb.max_age);
+}
+
+static void bkc_backing_apply_tunables(struct bkc_backing *b,
+				       const struct bkc_tunables *t)
+{
+	WRITE_ONCE(b->sequential_cutoff, t->sequential_cutoff);
+	WRITE_ONCE(b->wb.rate_max, t->writeback_rate_max);
+	WRITE_ONCE(b->wb.percent, t->writeback_percent);
+	WRITE_ONCE(b->wb.delay, t->writeback_delay);
+	WRITE_ONCE(b->wb.max_age, t->writeback_max_age);
+}
+
+/*
+ * Set tunable @which to @v, recorded in the backing superblock so that it
+ * survives registration.  The range is checked by the caller.  Nothing
+ * changes if the write fails.
+ */
+int bkc_backing_set_tunable(struct bkc_backing *b, enum bkc_tunable which,
+			    u64 v)
+{
+	struct bkc_sb_mut m = { .fields = BKC_MUT_TUNABLES };
+	int r;
+
+	lockdep_assert_held(&bkc_lock);
+	if (b->dead)
+		return -ENODEV;
+	bkc_backing_tunables(b, &m.tun);
+	switch (which) {
+	case BKC_TUN_SEQUENTIAL_CUTOFF:
+		m.tun.sequential_cutoff = v;
+		break;
+	case BKC_TUN_WRITEBACK_RATE_MAX:
+		m.tun.writeback_rate_max = v;
+		break;
+	case BKC_TUN_WRITEBACK_PERCENT:
+		m.tun.writeback_percent = v;
+		break;
+	case BKC_TUN_WRITEBACK_DELAY:
+		m.tun.writeback_delay = v;
+		break;
+	case BKC_TUN_WRITEBACK_MAX_AGE:
+		m.tun.writeback_max_age = v;
+		break;
+	}
+	if ((b->sb.flags & BKC_SB_F_TUNABLES) &&
+	    !memcmp(&m.tun, &b->sb.tun, sizeof(m.tun)))
+		return 0;
+	r = bkc_backing_sb_update(b, &m);
+	if (r) {
+		bkc_err(b->dev.bdev, "cannot record a tunable in the superblock (%d)",
+			r);
+		return r;
+	}
+	bkc_backing_apply_tunables(b, &m.tun);
+	bkc_wb_kick(b);
+	return 0;
+}
+
 int bkc_backing_set_label(struct bkc_backing *b, const char *label,
 			  size_t len)
 {
@@ -698,6 +776,9 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 	spin_lock_init(&b->fo_lock);
 	INIT_LIST_HEAD(&b->fo_parked);
 	bkc_wb_init(b);
+	/* the tunables the superblock recorded, else the defaults */
+	if (sb->flags & BKC_SB_F_TUNABLES)
+		bkc_backing_apply_tunables(b, &sb->tun);
 	list_add_tail(&b->list, &bkc_backings);
 
 	r = bkc_statset_init(&b->st);

@@ -309,6 +309,15 @@ int bkc_backing_detach(struct bkc_backing *b);
 int bkc_backing_link(struct bkc_backing *b, struct bkc_set *set);
 void bkc_backing_unlink(struct bkc_backing *b);
 int bkc_backing_set_mode(struct bkc_backing *b, u32 mode);
+enum bkc_tunable {
+	BKC_TUN_SEQUENTIAL_CUTOFF,
+	BKC_TUN_WRITEBACK_RATE_MAX,
+	BKC_TUN_WRITEBACK_PERCENT,
+	BKC_TUN_WRITEBACK_DELAY,
+	BKC_TUN_WRITEBACK_MAX_AGE,
+};
+int bkc_backing_set_tunable(struct bkc_backing *b, enum bkc_tunable which,
+			    u64 v);
 int bkc_backing_set_label(struct bkc_backing *b, const char *label,
 			  size_t len);
 int bkc_backing_set_state(struct bkc_backing *b, u32 state);

@@ -336,6 +336,18 @@ static ssize_t dirty_data_show(struct kobject *kobj,
 	return bkc_emit_hsize(buf, v << SECTOR_SHIFT);
 }
 
+/* Set and record a tunable (backing.c); 0 or a -errno. */
+static int bkc_store_tunable(struct kobject *kobj, enum bkc_tunable which,
+			     u64 v)
+{
+	int r;
+
+	mutex_lock(&bkc_lock);
+	r = bkc_backing_set_tunable(to_backing(kobj), which, v);
+	mutex_unlock(&bkc_lock);
+	return r;
+}
+
 static ssize_t sequential_cutoff_show(struct kobject *kobj,
 				      struct kobj_attribute *attr, char *buf)
 {
@@ -349,10 +361,9 @@ static ssize_t sequential_cutoff_store(struct kobject *kobj,
 	u64 v;
 	int r = bkc_parse_size(buf, len, &v);
 
-	if (r || v > (1ULL << 40))
+	if (r || v > BKC_TUN_CUTOFF_MAX)
 		return -EINVAL;
-	WRITE_ONCE(to_backing(kobj)->sequential_cutoff, v);
-	return len;
+	return bkc_store_tunable(kobj, BKC_TUN_SEQUENTIAL_CUTOFF, v) ?: len;
 }
 
 static ssize_t writeback_percent_show(struct kobject *kobj,
@@ -371,7 +382,9 @@ static ssize_t writeback_percent_store(struct kobject *kobj,
 
 	if (r)
 		return r;
-	WRITE_ONCE(b->wb.percent, v);
+	r = bkc_store_tunable(kobj, BKC_TUN_WRITEBACK_PERCENT, v);
+	if (r)
+		return r;
 	bkc_wb_kick(b);
 	return len;
 }
@@ -387,12 +400,11 @@ static ssize_t writeback_delay_store(struct kobject *kobj,
 				     const char *buf, size_t len)
 {
 	u64 v;
-	int r = bkc_parse_uint(buf, len, 0, 3600, &v);
+	int r = bkc_parse_uint(buf, len, 0, BKC_TUN_DELAY_MAX, &v);
 
 	if (r)
 		return r;
-	WRITE_ONCE(to_backing(kobj)->wb.delay, v);
-	return len;
+	return bkc_store_tunable(kobj, BKC_TUN_WRITEBACK_DELAY, v) ?: len;
 }
 
 static ssize_t writeback_max_age_show(struct kobject *kobj,
@@ -407,11 +419,13 @@ static ssize_t writeback_max_age_store(struct kobject *kobj,
 {
 	struct bkc_backing *b = to_backing(kobj);
 	u64 v;
-	int r = bkc_parse_uint(buf, len, 0, 30 * 86400, &v);
+	int r = bkc_parse_uint(buf, len, 0, BKC_TUN_MAX_AGE_MAX, &v);
 
 	if (r)
 		return r;
-	WRITE_ONCE(b->wb.max_age, v);
+	r = bkc_store_tunable(kobj, BKC_TUN_WRITEBACK_MAX_AGE, v);
+	if (r)
+		return r;
 	bkc_wb_kick(b);
 	return len;
 }
@@ -472,9 +486,11 @@ static ssize_t writeback_rate_max_store(struct kobject *kobj,
 	u64 v;
 	int r = bkc_parse_size(buf, len, &v);
 
-	if (r || (v && v < 4096) || v > (1ULL << 40))
+	if (r || (v && v < BKC_TUN_RATE_MIN) || v > BKC_TUN_RATE_MAX)
 		return -EINVAL;
-	WRITE_ONCE(b->wb.rate_max, v);
+	r = bkc_store_tunable(kobj, BKC_TUN_WRITEBACK_RATE_MAX, v);
+	if (r)
+		return r;
 	bkc_wb_kick(b);
 	return len;
 }

@@ -215,8 +215,10 @@ static void test_common_geometry(void)
 	GEOM(&sb, DEV_BYTES, "unknown device type");
 
 	sb = base;
-	sb.flags = 2;
+	sb.flags = 4;
 	GEOM(&sb, DEV_BYTES, "unknown flags");
+	sb.flags = BKC_SB_F_TUNABLES;
+	GEOM(&sb, DEV_BYTES, "backing-device fields set on a cache device");
 	sb.flags = BKC_SB_F_INITIALIZED;
 	CHECK(bkc_sb_validate(&sb, DEV_BYTES, &why) == 0);
 
@@ -425,6 +427,49 @@ static void test_init_and_names(void)
 	CHECK(bkc_uuid_is_zero((const u8 *)"\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"));
 }
 
+/* Tunables: recorded with their flag, in range, and kept by pack/unpack. */
+static void test_tunables(void)
+{
+	struct bkc_sb_info sb, base, out;
+	const char *why = NULL;
+
+	make_backing(&base);
+	sb = base;
+	sb.flags = BKC_SB_F_TUNABLES;
+	sb.tun = (struct bkc_tunables){
+		.sequential_cutoff = 8 << 20, .writeback_rate_max = 1 << 20,
+		.writeback_percent = 40, .writeback_delay = 7,
+		.writeback_max_age = 60,
+	};
+	bkc_sb_pack(&sb, &raw);
+	CHECK_EQ(bkc_sb_decode(&raw, DEV_BYTES, &out, &why), 0);
+	CHECK(!memcmp(&sb, &out, sizeof(sb)));
+	CHECK_EQ(out.tun.writeback_percent, 40);
+	CHECK_EQ(out.tun.writeback_max_age, 60);
+	/* zero values are real values (cutoff off, unlimited, drain all) */
+	sb.tun = (struct bkc_tunables){ 0 };
+	CHECK(bkc_sb_validate(&sb, DEV_BYTES, &why) == 0);
+
+	sb = base;
+	sb.tun.writeback_percent = 10;
+	GEOM(&sb, DEV_BYTES, "tunables set without the tunables flag");
+	sb.flags = BKC_SB_F_TUNABLES;
+	sb.tun.writeback_percent = 101;
+	GEOM(&sb, DEV_BYTES, "writeback_percent out of range");
+	sb.tun.writeback_percent = 10;
+	sb.tun.writeback_delay = BKC_TUN_DELAY_MAX + 1;
+	GEOM(&sb, DEV_BYTES, "writeback_delay out of range");
+	sb.tun.writeback_delay = 30;
+	sb.tun.writeback_rate_max = 100;
+	GEOM(&sb, DEV_BYTES, "writeback_rate_max out of range");
+	sb.tun.writeback_rate_max = 0;
+	sb.tun.writeback_max_age = BKC_TUN_MAX_AGE_MAX + 1;
+	GEOM(&sb, DEV_BYTES, "writeback_max_age out of range");
+	sb.tun.writeback_max_age = 0;
+	sb.tun.sequential_cutoff = BKC_TUN_CUTOFF_MAX + 1;
+	GEOM(&sb, DEV_BYTES, "sequential_cutoff out of range");
+}
+
 int main(void)
 {
 	test_valid();
@@ -433,5 +478,6 @@ int main(void)
 	test_cache_geometry();
 	test_backing_geometry();
 	test_init_and_names();
+	test_tunables();
 	return tcheck_done("test_sb");
 }

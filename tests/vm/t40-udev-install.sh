@@ -22,7 +22,10 @@
 #     the set and the device with the right names, mode and state;
 #   - a label change moves the by-label link;
 #   - make-cache --flush drains the dirty data and restores the tunables it
-#     changed, --detach drains and detaches.
+#     changed, --detach drains and detaches;
+#   - sequential_cutoff, writeback_percent, writeback_delay,
+#     writeback_rate_max and writeback_max_age read back the same after
+#     stop and registration (make-cache --show sees them on disk).
 # shellcheck disable=SC2119  # make_raid5 and stop_raid take no arguments here
 . "$BKC_REPO/tests/vm/lib.sh"
 
@@ -190,6 +193,29 @@ fio --output=/tmp/fio.out --eta=never --name=w --filename=/dev/cache0 --direct=1
 [ "$(cat "$A/state")" = "no cache" ] || fail "--detach left state '$(cat "$A/state")'"
 [ "$(cat "$A/set_uuid")" = "" ] || fail "--detach left set_uuid $(cat "$A/set_uuid")"
 log "--detach: $(tail -n1 /tmp/detach.out)"
+
+# ---- tunables survive registration (kept in the backing superblock) -------
+
+# what is written, and what reads back
+declare -A TUN=([sequential_cutoff]=8M [writeback_percent]=33
+	[writeback_delay]=7 [writeback_rate_max]=2M [writeback_max_age]=60)
+for t in "${!TUN[@]}"; do
+	echo "${TUN[$t]}" >"$A/$t" || fail "writing ${TUN[$t]} to $t refused"
+done
+TUN[sequential_cutoff]=8.0M
+"$MC" --show /dev/md0 | grep -qx "writeback_percent: 33" ||
+	fail "the backing superblock does not record writeback_percent: $("$MC" --show /dev/md0)"
+echo 1 >"$A/stop"
+wait_gone /dev/cache0 30
+settled
+udevadm trigger --action=change --sysname-match=md0
+settled
+wait_for /dev/cache0 30
+for t in "${!TUN[@]}"; do
+	[ "$(cat "$A/$t")" = "${TUN[$t]}" ] ||
+		fail "$t reads $(cat "$A/$t") after registration, not ${TUN[$t]}"
+done
+log "tunables after stop and registration: $(for t in "${!TUN[@]}"; do printf '%s=%s ' "$t" "$(cat "$A/$t")"; done)"
 
 echo 1 >/sys/block/cache0/cache/stop
 wait_gone /dev/cache0 30

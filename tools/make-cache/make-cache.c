@@ -1269,6 +1269,15 @@ static int show(const char *path)
 			printf("state: %s\n", bkc_state_name(sb.state));
 		else
 			printf("state: unknown (%u)\n", sb.state);
+		if (sb.flags & BKC_SB_F_TUNABLES) {
+			printf("sequential_cutoff: %llu\n",
+			       (unsigned long long)sb.tun.sequential_cutoff);
+			printf("writeback_percent: %u\n", sb.tun.writeback_percent);
+			printf("writeback_delay: %u\n", sb.tun.writeback_delay);
+			printf("writeback_rate_max: %llu\n",
+			       (unsigned long long)sb.tun.writeback_rate_max);
+			printf("writeback_max_age: %u\n", sb.tun.writeback_max_age);
+		}
 	}
 	printf("checksum: %s\n",
 	       csum == le32_to_cpu(raw.csum) ? "valid" : "INVALID");

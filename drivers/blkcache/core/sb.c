@@ -36,7 +36,12 @@ static_assert(offsetof(struct bkc_sb, cache_mode) == 0x0a8);
 static_assert(offsetof(struct bkc_sb, state) == 0x0ac);
 static_assert(offsetof(struct bkc_sb, replacement) == 0x0b0);
 static_assert(offsetof(struct bkc_sb, pad1) == 0x0b4);
-static_assert(offsetof(struct bkc_sb, reserved) == 0x0b8);
+static_assert(offsetof(struct bkc_sb, sequential_cutoff) == 0x0b8);
+static_assert(offsetof(struct bkc_sb, writeback_rate_max) == 0x0c0);
+static_assert(offsetof(struct bkc_sb, writeback_percent) == 0x0c8);
+static_assert(offsetof(struct bkc_sb, writeback_delay) == 0x0cc);
+static_assert(offsetof(struct bkc_sb, writeback_max_age) == 0x0d0);
+static_assert(offsetof(struct bkc_sb, reserved) == 0x0d8);
 static_assert(offsetof(struct bkc_sb, journal_buckets) == 0x200);
 static_assert(offsetof(struct bkc_sb, bdev_uuid) == 0xa00);
 static_assert(offsetof(struct bkc_sb, bdev_state) == 0xe00);
@@ -79,6 +84,11 @@ void bkc_sb_pack(const struct bkc_sb_info *sb, struct bkc_sb *raw)
 	raw->cache_mode = cpu_to_le32(sb->cache_mode);
 	raw->state = cpu_to_le32(sb->state);
 	raw->replacement = cpu_to_le32(sb->replacement);
+	raw->sequential_cutoff = cpu_to_le64(sb->tun.sequential_cutoff);
+	raw->writeback_rate_max = cpu_to_le64(sb->tun.writeback_rate_max);
+	raw->writeback_percent = cpu_to_le32(sb->tun.writeback_percent);
+	raw->writeback_delay = cpu_to_le32(sb->tun.writeback_delay);
+	raw->writeback_max_age = cpu_to_le32(sb->tun.writeback_max_age);
 	memcpy(raw->bdev_uuid, sb->bdev_uuid, sizeof(raw->bdev_uuid));
 	memcpy(raw->bdev_state, sb->bdev_state, sizeof(raw->bdev_state));
 	raw->csum = cpu_to_le32(bkc_sb_csum(raw));
@@ -119,6 +129,11 @@ void bkc_sb_unpack(const struct bkc_sb *raw, struct bkc_sb_info *sb)
 	sb->cache_mode = le32_to_cpu(raw->cache_mode);
 	sb->state = le32_to_cpu(raw->state);
 	sb->replacement = le32_to_cpu(raw->replacement);
+	sb->tun.sequential_cutoff = le64_to_cpu(raw->sequential_cutoff);
+	sb->tun.writeback_rate_max = le64_to_cpu(raw->writeback_rate_max);
+	sb->tun.writeback_percent = le32_to_cpu(raw->writeback_percent);
+	sb->tun.writeback_delay = le32_to_cpu(raw->writeback_delay);
+	sb->tun.writeback_max_age = le32_to_cpu(raw->writeback_max_age);
 	memcpy(sb->bdev_uuid, raw->bdev_uuid, sizeof(sb->bdev_uuid));
 	memcpy(sb->bdev_state, raw->bdev_state, sizeof(sb->bdev_state));
 }
@@ -176,8 +191,35 @@ static int validate_cache(const struct bkc_sb_info *sb, const char **why)
 		    bkc_uuid_is_zero(sb->bdev_uuid[i]))
 			return geom_fail(why, "backing slot state and uuid disagree");
 	}
-	if (sb->data_offset || sb->cache_mode || sb->state)
+	if (sb->data_offset || sb->cache_mode || sb->state ||
+	    (sb->flags & BKC_SB_F_TUNABLES) || sb->tun.sequential_cutoff ||
+	    sb->tun.writeback_rate_max || sb->tun.writeback_percent ||
+	    sb->tun.writeback_delay || sb->tun.writeback_max_age)
 		return geom_fail(why, "backing-device fields set on a cache device");
+	return 0;
+}
+
+int bkc_tunables_validate(const struct bkc_tunables *t, bool recorded,
+			  const char **why)
+{
+	if (!recorded) {
+		if (t->sequential_cutoff || t->writeback_rate_max ||
+		    t->writeback_percent || t->writeback_delay ||
+		    t->writeback_max_age)
+			return geom_fail(why, "tunables set without the tunables flag");
+		return 0;
+	}
+	if (t->sequential_cutoff > BKC_TUN_CUTOFF_MAX)
+		return geom_fail(why, "sequential_cutoff out of range");
+	if (t->writeback_rate_max && (t->writeback_rate_max < BKC_TUN_RATE_MIN ||
+				      t->writeback_rate_max > BKC_TUN_RATE_MAX))
+		return geom_fail(why, "writeback_rate_max out of range");
+	if (t->writeback_percent > 100)
+		return geom_fail(why, "writeback_percent out of range");
+	if (t->writeback_delay > BKC_TUN_DELAY_MAX)
+		return geom_fail(why, "writeback_delay out of range");
+	if (t->writeback_max_age > BKC_TUN_MAX_AGE_MAX)
+		return geom_fail(why, "writeback_max_age out of range");
 	return 0;
 }
 
@@ -202,12 +244,13 @@ static int validate_backing(const struct bkc_sb_info *sb, const char **why)
 	if (sb->nbuckets || sb->first_bucket || sb->nr_journal_buckets ||
 	    sb->replacement)
 		return geom_fail(why, "cache-device fields set on a backing device");
-	if (sb->flags)
+	if (sb->flags & ~BKC_SB_F_TUNABLES)
 		return geom_fail(why, "unknown flags");
 	for (i = 0; i < BKC_SB_MAX_BDEVS; i++)
 		if (sb->bdev_state[i] || !bkc_uuid_is_zero(sb->bdev_uuid[i]))
 			return geom_fail(why, "backing slots set on a backing device");
-	return 0;
+	return bkc_tunables_validate(&sb->tun, sb->flags & BKC_SB_F_TUNABLES,
+				     why);
 }
 
 /*

@@ -7,6 +7,22 @@
 
 #include "bkc_port.h"
 
+/* A backing device's tunables, as recorded (BKC_SB_F_TUNABLES). */
+struct bkc_tunables {
+	u64	sequential_cutoff;	/* bytes; 0: off */
+	u64	writeback_rate_max;	/* bytes/s; 0: unlimited */
+	u32	writeback_percent;
+	u32	writeback_delay;	/* s */
+	u32	writeback_max_age;	/* s; 0: off */
+};
+
+/* Their ranges: what sysfs accepts and what a superblock may hold. */
+#define BKC_TUN_CUTOFF_MAX	(1ULL << 40)
+#define BKC_TUN_RATE_MIN	4096ULL
+#define BKC_TUN_RATE_MAX	(1ULL << 40)
+#define BKC_TUN_DELAY_MAX	3600U
+#define BKC_TUN_MAX_AGE_MAX	(30U * 86400)
+
 /* CPU-endian view of struct bkc_sb. */
 struct bkc_sb_info {
 	u32	version;
@@ -36,6 +52,8 @@ struct bkc_sb_info {
 	u32	state;
 
 	u32	replacement;	/* cache devices: enum bkc_replacement */
+
+	struct bkc_tunables tun;	/* backing, with BKC_SB_F_TUNABLES */
 };
 
 /* Default backing data offset when the device reports no io_opt. */
@@ -47,6 +65,8 @@ u32 bkc_sb_csum(const struct bkc_sb *raw);
 void bkc_sb_pack(const struct bkc_sb_info *sb, struct bkc_sb *raw);
 void bkc_sb_unpack(const struct bkc_sb *raw, struct bkc_sb_info *sb);
 
+int bkc_tunables_validate(const struct bkc_tunables *t, bool recorded,
+			  const char **why);
 int bkc_sb_validate(const struct bkc_sb_info *sb, u64 dev_bytes,
 		    const char **why);
 int bkc_sb_decode(const struct bkc_sb *raw, u64 dev_bytes,

@@ -38,7 +38,8 @@
 
 /* sb.flags */
 #define BKC_SB_F_INITIALIZED	(1U << 0)	/* cache: journal written */
-#define BKC_SB_F_SUPP		BKC_SB_F_INITIALIZED
+#define BKC_SB_F_TUNABLES	(1U << 1)	/* backing: tunables recorded */
+#define BKC_SB_F_SUPP		(BKC_SB_F_INITIALIZED | BKC_SB_F_TUNABLES)
 
 /* sb.bdev_state[] (cache devices) */
 enum bkc_bdev_slot {
@@ -127,7 +128,15 @@ struct bkc_sb {
 	__le32	replacement;		/* 0x0b0 enum bkc_replacement */
 	__le32	pad1;			/* 0x0b4 */
 
-	__le64	reserved[41];		/* 0x0b8 zero */
+	/* backing devices: tunables, valid with BKC_SB_F_TUNABLES */
+	__le64	sequential_cutoff;	/* 0x0b8 bytes; 0: off */
+	__le64	writeback_rate_max;	/* 0x0c0 bytes/s; 0: unlimited */
+	__le32	writeback_percent;	/* 0x0c8 0..100 */
+	__le32	writeback_delay;	/* 0x0cc seconds, 0..3600 */
+	__le32	writeback_max_age;	/* 0x0d0 seconds, 0..2592000; 0: off */
+	__le32	pad2;			/* 0x0d4 */
+
+	__le64	reserved[37];		/* 0x0d8 zero */
 
 	/* cache devices: bucket numbers of the journal ring, in ring order */
 	__le64	journal_buckets[BKC_SB_MAX_JOURNAL_BUCKETS];	/* 0x200 */
