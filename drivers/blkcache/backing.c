@@ -5,6 +5,7 @@
  */
 #include <linux/idr.h>
 #include <linux/module.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
@@ -171,6 +172,7 @@ static void bkc_backing_uevent(struct bkc_backing *b)
 {
 	char uuid[16 + 37], label[16 + BKC_LABEL_SIZE + 1], set[20 + 37];
 	char driver[] = "DRIVER=blkcache";
+	unsigned int noio;
 	char *envp[5];
 	int r;
 
@@ -189,7 +191,10 @@ static void bkc_backing_uevent(struct bkc_backing *b)
 	envp[2] = label;
 	envp[3] = set;
 	envp[4] = NULL;
+	/* also sent by the failover, which parked I/O waits for */
+	noio = memalloc_noio_save();
 	r = kobject_uevent_env(&disk_to_dev(b->disk)->kobj, KOBJ_CHANGE, envp);
+	memalloc_noio_restore(noio);
 	if (r)
 		bkc_err(b->dev.bdev, "cannot send the change uevent of %s (%d)",
 			 b->disk->disk_name, r);
