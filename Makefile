@@ -25,6 +25,7 @@ USER_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter \
 MAKE_CACHE := tools/make-cache/make-cache
 MAKE_CACHE_SRC := tools/make-cache/make-cache.c tools/make-cache/size.c \
 	tools/make-cache/probe.c tools/make-cache/status.c tools/make-cache/flush.c \
+	tools/make-cache/sysfs.c \
 	drivers/blkcache/core/sb.c tools/lib/crc32c.c
 MAKE_CACHE_HDR := $(wildcard tools/make-cache/*.h) tools/lib/bkc_shim.h \
 	drivers/blkcache/core/sb.h drivers/blkcache/core/bkc_port.h \

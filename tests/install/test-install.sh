@@ -18,9 +18,9 @@ REPO=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
 T=$(mktemp -d /tmp/bkc-install.XXXXXX)
 KVER=$(make -s -C "$REPO" kver)
 VERSION=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$REPO/dkms.conf")
-npass=0
-nfail=0
 DKMS_ADDED=
+# shellcheck source=tests/lib/check.sh
+. "$REPO/tests/lib/check.sh"
 
 cleanup() {
 	if [ -n "$DKMS_ADDED" ]; then
@@ -30,21 +30,6 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
-
-pass() {
-	echo "PASS: $1"
-	npass=$((npass + 1))
-}
-
-fail() {
-	echo "FAIL: $1"
-	shift
-	local l
-	for l in "$@"; do
-		echo "      $l"
-	done
-	nfail=$((nfail + 1))
-}
 
 # ---- make install / uninstall ------------------------------------------------
 
@@ -139,5 +124,4 @@ else
 	done
 fi
 
-echo "install tests: $npass passed, $nfail failed"
-[ "$nfail" = 0 ]
+check_summary "install tests"

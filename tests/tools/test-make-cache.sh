@@ -42,35 +42,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-npass=0
-nfail=0
-nskip=0
-FAILED=()
 rc=0
+# shellcheck source=tests/lib/check.sh
+. "$ROOT/tests/lib/check.sh"
 
-pass() {
-	echo "PASS: $1"
-	npass=$((npass + 1))
-}
-
-fail() {
-	echo "FAIL: $1"
-	shift
-	local l
-	for l in "$@"; do
-		echo "      $l"
-	done
+# what make-cache printed in the failed case
+# shellcheck disable=SC2317  # called by fail (tests/lib/check.sh)
+fail_detail() {
 	if [[ -s $T/out || -s $T/err ]]; then
 		sed 's/^/      stdout: /' "$T/out" 2>/dev/null | head -n 40
 		sed 's/^/      stderr: /' "$T/err" 2>/dev/null | head -n 20
 	fi
-	nfail=$((nfail + 1))
-	FAILED+=("$CASE")
-}
-
-skip() {
-	echo "SKIP: $1"
-	nskip=$((nskip + 1))
 }
 
 # run ARGS...: run make-cache, keep stdout/stderr in $T/out, $T/err, status in $rc
@@ -695,10 +677,4 @@ fi
 
 # --------------------------------------------------------------- summary
 
-echo
-echo "make-cache tests: $npass passed, $nfail failed, $nskip skipped"
-if [[ $nfail -ne 0 ]]; then
-	printf 'failed: %s\n' "${FAILED[@]}"
-	exit 1
-fi
-exit 0
+check_summary "make-cache tests"

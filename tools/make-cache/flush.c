@@ -37,52 +37,20 @@ static bool fl_changed;
 static int fl_read(const char *name, char *buf)
 {
 	char path[PATH_MAX + 64];
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", fl_dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, FL_VAL - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	while (n && isspace((unsigned char)buf[n - 1]))
-		buf[--n] = '\0';
-	return 0;
+	return mc_read_sysfs(path, buf, FL_VAL);
 }
 
 static int fl_write(const char *name, const char *val)
 {
 	char path[PATH_MAX + 64];
-	size_t len = strlen(val);
-	ssize_t n;
-	int fd;
+	int r;
 
 	snprintf(path, sizeof(path), "%s/%s", fl_dir, name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, len);
-	if (close(fd) && n >= 0)
-		n = -1;
-	return n == (ssize_t)len ? 0 : -errno;
-}
-
-/* A human readable size (12.0M, 1.5k, 512) in bytes. */
-static double fl_bytes(const char *s)
-{
-	static const char units[] = "kmgtpe";
-	const char *u;
-	char *end;
-	double v = strtod(s, &end);
-
-	u = *end ? strchr(units, tolower((unsigned char)*end)) : NULL;
-	for (; u && u >= units; u--)
-		v *= 1024;
-	return v;
+	r = mc_write_sysfs(path, val);
+	errno = -r;
+	return r;
 }
 
 static void fl_human(double v, char *buf, size_t len)
@@ -193,7 +161,9 @@ int mc_flush(const char *dev, bool detach)
 			rc = MC_EXIT_FAILED;
 			break;
 		}
-		dirty = fl_bytes(val);
+		dirty = (double)mc_hsize_bytes(val);
+		if (dirty < 0)
+			dirty = 0;
 		if (!fl_read("lost_dirty", val) && val[0]) {
 			fprintf(stderr, "%smake-cache: %s: the cache set failed; dirty data was lost (see lost_dirty)\n",
 				shown ? "\n" : "", dev);

@@ -421,23 +421,6 @@ static const char *errno_name(int e)
 	return n ? n : "unknown errno";
 }
 
-static int read_sysfs(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	while (n && isspace((unsigned char)buf[n - 1]))
-		buf[--n] = '\0';
-	return 0;
-}
-
 /* The whole disk a partition belongs to, or @rdev itself. */
 static dev_t whole_disk(dev_t rdev)
 {
@@ -450,7 +433,7 @@ static dev_t whole_disk(dev_t rdev)
 		return rdev;
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../dev",
 		 major(rdev), minor(rdev));
-	if (read_sysfs(path, buf, sizeof(buf)) ||
+	if (mc_read_sysfs(path, buf, sizeof(buf)) ||
 	    sscanf(buf, "%u:%u", &ma, &mi) != 2)
 		return rdev;
 	return makedev(ma, mi);
@@ -516,7 +499,7 @@ static int check_loop_backing(const struct mc_dev *d)
 	for (i = 0; i < g.gl_pathc; i++) {
 		const char *p = g.gl_pathv[i] + strlen("/sys/block/");
 
-		if (read_sysfs(g.gl_pathv[i], file, sizeof(file)) ||
+		if (mc_read_sysfs(g.gl_pathv[i], file, sizeof(file)) ||
 		    stat(file, &st) || st.st_dev != d->st_dev ||
 		    st.st_ino != d->ino)
 			continue;
@@ -1085,7 +1068,7 @@ static bool find_cache_dev(const char *uuid, char *name, size_t len)
 		const char *p = g.gl_pathv[i] + strlen("/sys/block/");
 		const char *slash = strchr(p, '/');
 
-		if (read_sysfs(g.gl_pathv[i], buf, sizeof(buf)) ||
+		if (mc_read_sysfs(g.gl_pathv[i], buf, sizeof(buf)) ||
 		    strcasecmp(buf, uuid) || !slash)
 			continue;
 		snprintf(name, len, "/dev/%.*s", (int)(slash - p), p);

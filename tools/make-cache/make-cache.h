@@ -32,6 +32,11 @@ int mc_parse_size(const char *s, uint64_t *out);
 const char *mc_fmt_size(uint64_t bytes, char *buf, size_t len);
 int mc_is_pow2(uint64_t v);
 
+/* sysfs.c */
+int mc_read_sysfs(const char *path, char *buf, size_t len);
+int mc_write_sysfs(const char *path, const char *val);
+long long mc_hsize_bytes(const char *s);
+
 /* --probe (probe.c) */
 int mc_probe(const char *path);
 

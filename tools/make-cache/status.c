@@ -45,25 +45,14 @@ static struct st_dev devs[ST_MAX];
 static struct st_set sets[ST_MAX];
 static int ndevs, nsets;
 
-/* @dir/@name into @buf, trailing white space cut; "" if unreadable. */
+/* @dir/@name into @buf; "" if unreadable. */
 static void rd(const char *dir, const char *name, char *buf)
 {
 	char path[PATH_MAX + 64];
-	ssize_t n;
-	int fd;
 
-	buf[0] = '\0';
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, buf, ST_VAL - 1);
-	close(fd);
-	if (n < 0)
-		n = 0;
-	buf[n] = '\0';
-	while (n && isspace((unsigned char)buf[n - 1]))
-		buf[--n] = '\0';
+	if (mc_read_sysfs(path, buf, ST_VAL))
+		buf[0] = '\0';
 }
 
 /* "[writeback] writethrough" -> "writeback". */
@@ -75,29 +64,6 @@ static void bracketed(char *buf)
 		memmove(buf, a + 1, b - a - 1);
 		buf[b - a - 1] = '\0';
 	}
-}
-
-/* A human readable size (12.0M, 1.5k, 512) in bytes; -1 if none. */
-static long long hbytes(const char *s)
-{
-	static const char units[] = "kmgtpe";
-	const char *u;
-	double v;
-	char *end;
-
-	if (!*s)
-		return -1;
-	v = strtod(s, &end);
-	if (end == s)
-		return -1;
-	if (*end == '/' || !*end)
-		return (long long)v;
-	u = strchr(units, tolower((unsigned char)*end));
-	if (!u)
-		return -1;
-	for (; u >= units; u--)
-		v *= 1024;
-	return (long long)(v + 0.5);
 }
 
 static void read_sets(void)
@@ -265,11 +231,11 @@ static void print_json(void)
 		json_num("bucket_size", num(s->bucket), true);
 		json_num("nbuckets", num(s->nbuckets), true);
 		json_num("cache_available_percent", num(s->avail), true);
-		json_num("dirty_bytes", hbytes(s->dirty), true);
+		json_num("dirty_bytes", mc_hsize_bytes(s->dirty), true);
 		json_num("io_errors", num(s->errors), true);
 		json_num("io_error_limit", num(s->limit), true);
-		json_num("written_bytes", hbytes(s->written), true);
-		json_num("metadata_written_bytes", hbytes(s->meta), true);
+		json_num("written_bytes", mc_hsize_bytes(s->written), true);
+		json_num("metadata_written_bytes", mc_hsize_bytes(s->meta), true);
 		json_num("cache_hit_ratio", num(s->ratio), true);
 		printf("\"backing_devices\": [");
 		for (j = 0; j < ndevs; j++) {
@@ -292,13 +258,13 @@ static void print_json(void)
 		json_str("label", d->label, true);
 		json_str("cache_mode", d->mode, true);
 		json_str("state", d->state, true);
-		json_num("dirty_bytes", hbytes(d->dirty), true);
-		json_num("writeback_rate_bytes", hbytes(d->rate), true);
+		json_num("dirty_bytes", mc_hsize_bytes(d->dirty), true);
+		json_num("writeback_rate_bytes", mc_hsize_bytes(d->rate), true);
 		json_num("cache_hits", num(d->hits), true);
 		json_num("cache_misses", num(d->misses), true);
 		json_num("cache_hit_ratio", num(d->ratio), true);
 		json_num("cache_hit_ratio_five_minute", num(d->ratio5), true);
-		json_num("bypassed_bytes", hbytes(d->bypassed), true);
+		json_num("bypassed_bytes", mc_hsize_bytes(d->bypassed), true);
 		printf("\"lost_dirty\": %s}", d->lost[0] ? "true" : "false");
 	}
 	printf("]}\n");
