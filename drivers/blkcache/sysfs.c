@@ -372,21 +372,25 @@ static ssize_t writeback_percent_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%u\n", READ_ONCE(to_backing(kobj)->wb.percent));
 }
 
+/* A tunable that is an integer in [0, @max]. */
+static ssize_t bkc_store_uint_tunable(struct kobject *kobj, const char *buf,
+				      size_t len, u64 max,
+				      enum bkc_tunable which)
+{
+	u64 v;
+	int r = bkc_parse_uint(buf, len, 0, max, &v);
+
+	if (!r)
+		r = bkc_store_tunable(kobj, which, v);
+	return r ?: len;
+}
+
 static ssize_t writeback_percent_store(struct kobject *kobj,
 				       struct kobj_attribute *attr,
 				       const char *buf, size_t len)
 {
-	struct bkc_backing *b = to_backing(kobj);
-	u64 v;
-	int r = bkc_parse_uint(buf, len, 0, 100, &v);
-
-	if (r)
-		return r;
-	r = bkc_store_tunable(kobj, BKC_TUN_WRITEBACK_PERCENT, v);
-	if (r)
-		return r;
-	bkc_wb_kick(b);
-	return len;
+	return bkc_store_uint_tunable(kobj, buf, len, 100,
+				      BKC_TUN_WRITEBACK_PERCENT);
 }
 
 static ssize_t writeback_delay_show(struct kobject *kobj,
@@ -399,12 +403,8 @@ static ssize_t writeback_delay_store(struct kobject *kobj,
 				     struct kobj_attribute *attr,
 				     const char *buf, size_t len)
 {
-	u64 v;
-	int r = bkc_parse_uint(buf, len, 0, BKC_TUN_DELAY_MAX, &v);
-
-	if (r)
-		return r;
-	return bkc_store_tunable(kobj, BKC_TUN_WRITEBACK_DELAY, v) ?: len;
+	return bkc_store_uint_tunable(kobj, buf, len, BKC_TUN_DELAY_MAX,
+				      BKC_TUN_WRITEBACK_DELAY);
 }
 
 static ssize_t writeback_max_age_show(struct kobject *kobj,
@@ -417,17 +417,8 @@ static ssize_t writeback_max_age_store(struct kobject *kobj,
 				       struct kobj_attribute *attr,
 				       const char *buf, size_t len)
 {
-	struct bkc_backing *b = to_backing(kobj);
-	u64 v;
-	int r = bkc_parse_uint(buf, len, 0, BKC_TUN_MAX_AGE_MAX, &v);
-
-	if (r)
-		return r;
-	r = bkc_store_tunable(kobj, BKC_TUN_WRITEBACK_MAX_AGE, v);
-	if (r)
-		return r;
-	bkc_wb_kick(b);
-	return len;
+	return bkc_store_uint_tunable(kobj, buf, len, BKC_TUN_MAX_AGE_MAX,
+				      BKC_TUN_WRITEBACK_MAX_AGE);
 }
 
 static ssize_t writeback_running_show(struct kobject *kobj,
@@ -482,17 +473,12 @@ static ssize_t writeback_rate_max_store(struct kobject *kobj,
 					struct kobj_attribute *attr,
 					const char *buf, size_t len)
 {
-	struct bkc_backing *b = to_backing(kobj);
 	u64 v;
 	int r = bkc_parse_size(buf, len, &v);
 
 	if (r || (v && v < BKC_TUN_RATE_MIN) || v > BKC_TUN_RATE_MAX)
 		return -EINVAL;
-	r = bkc_store_tunable(kobj, BKC_TUN_WRITEBACK_RATE_MAX, v);
-	if (r)
-		return r;
-	bkc_wb_kick(b);
-	return len;
+	return bkc_store_tunable(kobj, BKC_TUN_WRITEBACK_RATE_MAX, v) ?: len;
 }
 
 static ssize_t writeback_rate_debug_show(struct kobject *kobj,
