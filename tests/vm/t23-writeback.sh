@@ -76,12 +76,19 @@ register_all
 echo 100 >"$BATTR/writeback_percent"
 echo 30 >"$BATTR/writeback_delay"
 [ "$(cat "$BATTR/writeback_max_age")" = 0 ] || fail "writeback_max_age is not 0 by default"
-fio_region 160 8 13 --do_verify=0
+# the reader first: an idle device is written back at full speed
 fio --output=/tmp/fio-reader.out --eta=never --name=reader --filename=/dev/cache0 \
 	--direct=1 --rw=randread --bs=4k --offset=$((64 * MB)) --size=$((96 * MB)) \
 	--ioengine=psync --rate_iops=200 --time_based --runtime=60 &
 reader=$!
 on_exit "kill $reader 2>/dev/null || true"
+r0=$(awk '{print $1}' /sys/block/cache0/stat)
+for ((i = 0; i < 100; i++)); do
+	[ "$(awk '{print $1}' /sys/block/cache0/stat)" -gt $((r0 + 50)) ] && break
+	sleep 0.1
+done
+[ "$i" -lt 100 ] || fail "the background reader does not read"
+fio_region 160 8 13 --do_verify=0
 d0=$(dirty_sectors)
 sleep 6
 d1=$(dirty_sectors)
