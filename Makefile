@@ -107,7 +107,8 @@ INSTALLED := $(MODDIR)/blkcache.ko $(SBINDIR)/make-cache \
 	$(patsubst tools/initramfs/%,$(INITRAMFS_DIR)/%,$(INITRAMFS_FILES))
 
 # Where the installed pieces find make-cache.
-SUBST := sed -e 's|/usr/sbin/make-cache|$(SBINDIR)/make-cache|g'
+SUBST := sed -e 's|/usr/sbin/make-cache|$(SBINDIR)/make-cache|g' \
+	-e 's|/usr/lib/udev/|$(UDEVDIR)/|g'
 
 install: install-files
 ifeq ($(DESTDIR),)

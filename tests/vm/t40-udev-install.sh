@@ -26,6 +26,12 @@
 #   - sequential_cutoff, writeback_percent, writeback_delay,
 #     writeback_rate_max and writeback_max_age read back the same after
 #     stop and registration (make-cache --show sees them on disk).
+#   - root on the cache: XFS on /dev/cache0 (attached, writeback, dirty)
+#     gets a minimal busybox root; install-run then builds an initramfs
+#     with mkinitramfs and the installed hook and boots it with
+#     root=/dev/cache0: the initramfs registers md0 and the SSD, mounts
+#     the root, and its /sbin/init checks the mount, the state and the
+#     data and reports through the results share.
 # shellcheck disable=SC2119  # make_raid5 and stop_raid take no arguments here
 . "$BKC_REPO/tests/vm/lib.sh"
 
@@ -217,9 +223,64 @@ for t in "${!TUN[@]}"; do
 done
 log "tunables after stop and registration: $(for t in "${!TUN[@]}"; do printf '%s=%s ' "$t" "$(cat "$A/$t")"; done)"
 
+# ---- a root filesystem on /dev/cache0, for the second boot ---------------
+
+# attached again, writeback paused, so that the root is dirty in the cache
+echo "$set_uuid" >"$A/attach" || fail "attach failed"
+echo 100 >"$A/writeback_percent"
+echo 0 >"$A/writeback_max_age"
+mkfs.xfs -q -f -L bkcroot /dev/cache0
+R=/mnt/root
+mkdir -p "$R"
+mount /dev/cache0 "$R" || fail "cannot mount /dev/cache0"
+mkdir -p "$R"/{bin,sbin,dev,proc,sys,run,mnt}
+cp /bin/busybox "$R/bin/busybox"
+head -c 8M /dev/urandom >"$R/data"
+(cd "$R" && md5sum data >data.md5)
+# /sbin/init of that root (busybox): checks that it runs from /dev/cache0,
+# attached and dirty, that the data reads back, that the kernel log is
+# clean, and reports through the results share
+cat >"$R/sbin/init" <<INIT
+#!/bin/busybox sh
+B=/bin/busybox
+rc=0
+say() { echo "bkc-root: \$*"; }
+check() {
+	if eval "\$1"; then say "ok: \$2"; else say "FAIL: \$2"; rc=1; fi
+}
+echo "bkc-vm: running the root filesystem's /sbin/init"
+if ! \$B mount -t 9p -o trans=virtio,version=9p2000.L results /mnt; then
+	say "FATAL: cannot mount the results share"
+	\$B poweroff -f
+fi
+check '\$B grep -q "^/dev/cache0 / xfs " /proc/mounts' "the root is XFS on /dev/cache0"
+check '[ "\$(\$B cat /sys/block/cache0/cache/state)" = dirty ]' "/dev/cache0 is attached, state dirty"
+check '[ "\$(\$B cat /sys/block/cache0/cache/set_uuid)" = $set_uuid ]' "attached to set $set_uuid"
+check '[ "\$(\$B cat /sys/block/cache0/cache/backing_dev_uuid)" = $buuid ]' "backed by $buuid"
+check '(cd / && \$B md5sum -c -s data.md5)' "8 MiB written in the first boot read back"
+\$B cat /proc/mounts >/mnt/root-mounts.txt
+\$B dmesg >/mnt/root-dmesg.txt
+check '! \$B grep -qE "BUG:|Oops|WARNING:|Call Trace|blocked for more than" /mnt/root-dmesg.txt' "the kernel log is clean"
+echo \$rc >/mnt/.bkc/status
+\$B sync
+\$B umount /mnt
+\$B poweroff -f
+INIT
+chmod 755 "$R/sbin/init"
+umount "$R"
+[ "$(cat "$A/state")" = dirty ] || fail "the root is not dirty in the cache: state $(cat "$A/state")"
+log "root filesystem on /dev/cache0: busybox init, 8 MiB of data, $(cat "$A/dirty_data") dirty"
+
 echo 1 >/sys/block/cache0/cache/stop
 wait_gone /dev/cache0 30
 echo 1 >"/sys/fs/blkcache/$set_uuid/stop"
 wait_gone "/sys/fs/blkcache/$set_uuid" 30
 settled
 rmmod blkcache || fail "rmmod blkcache failed"
+stop_raid
+
+# the host (tests/vm/install-run) builds an initramfs with mkinitramfs and
+# the installed hook, and boots it with these arguments
+printf '%s\n' 9p 9pnet_virtio xfs raid456 >"$BKC_RESULTS/next-boot-modules"
+echo "root=/dev/cache0 rootfstype=xfs" >"$BKC_RESULTS/next-boot"
+log "second boot: root=/dev/cache0 from an initramfs made by mkinitramfs"
