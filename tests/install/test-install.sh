@@ -44,11 +44,9 @@ make -s -C "$REPO" install DESTDIR="$D" PREFIX="$P" >"$T/install.log" 2>&1 ||
 	echo "$P/share/man/man4/blkcache.4"
 	echo "$P/share/man/man8/make-cache.8"
 	echo "/usr/lib/udev/rules.d/69-blkcache.rules"
-	for f in "$REPO"/tools/initramfs/hooks/* "$REPO"/tools/initramfs/scripts/*/*; do
-		if [ -f "$f" ]; then
-			echo "/usr/share/initramfs-tools/${f#"$REPO"/tools/initramfs/}"
-		fi
-	done
+	echo "/usr/share/initramfs-tools/hooks/blkcache"
+	echo "/usr/share/initramfs-tools/scripts/local-top/blkcache"
+	echo "/usr/share/initramfs-tools/scripts/local-block/blkcache"
 } | sort >"$T/want"
 if cmp -s "$T/got" "$T/want"; then
 	pass "make install DESTDIR PREFIX: the expected $(wc -l <"$T/want") files"
@@ -62,6 +60,21 @@ if grep -q "$P/sbin/make-cache --probe" "$R" && ! grep -q '/usr/sbin/make-cache'
 else
 	fail "the installed rules do not name $P/sbin/make-cache"
 fi
+I=$D/usr/share/initramfs-tools
+if grep -q "copy_exec $P/sbin/make-cache" "$I/hooks/blkcache" &&
+   grep -q "$P/sbin/make-cache --probe" "$I/scripts/local-block/blkcache" &&
+   ! grep -q '/usr/sbin/make-cache' "$I/hooks/blkcache" "$I/scripts/local-block/blkcache"; then
+	pass "the installed initramfs hook and script use $P/sbin/make-cache"
+else
+	fail "the installed initramfs pieces do not name $P/sbin/make-cache"
+fi
+for f in "$I/hooks/blkcache" "$I"/scripts/local-*/blkcache; do
+	if [ -x "$f" ] && [ "$(sh "$f" prereqs)" = "$(sed -n 's/^PREREQ="\(.*\)"$/\1/p' "$f")" ]; then
+		pass "${f#"$I"/} is executable and answers prereqs"
+	else
+		fail "${f#"$I"/} is not executable or does not answer prereqs"
+	fi
+done
 if [ "$(modinfo -F vermagic "$D/lib/modules/$KVER/updates/blkcache.ko" | cut -d' ' -f1)" = "$KVER" ] &&
    cmp -s "$D$P/sbin/make-cache" "$REPO/tools/make-cache/make-cache"; then
 	pass "the installed module and make-cache are the built ones"

@@ -27,7 +27,10 @@ crash_init() {
 
 # crash_writer_args EPOCH: the crash-io write arguments of an epoch.  On
 # odd epochs writeback_percent is 1, so that writeback runs during the
-# crash (and the dirty data of the epoch need not all be there after it).
+# crash (and the dirty data of the epoch need not all be there after it);
+# on even epochs it is 10 (the default: no writeback due for the 32 MiB
+# region).  Both are set every time, as the value persists in the backing
+# superblock across the crash.
 # Every third epoch writes with FUA only, no fdatasync: a FUA write
 # acknowledged before its journal entry is durable shows up there (in the
 # other epochs the next flush of any thread hides it).
@@ -36,6 +39,8 @@ crash_writer_args() {
 	if [ $((epoch % 2)) = 1 ]; then
 		echo 1 >"$BATTR/writeback_percent"
 		: >"$BKC_RESULTS/slow-wb-$epoch"
+	else
+		echo 10 >"$BATTR/writeback_percent"
 	fi
 	[ $((epoch % 3)) != 0 ] || fua=100
 	echo /dev/cache0 --blocks "$CRASH_BLOCKS" --seed "$CRASH_SEED" \

@@ -22,8 +22,9 @@
 
 cd /tmp
 # The number of power cuts: the first argument (scripts/vm -- t25-... 30),
+# else $BKC_CRASH_POINTS (set on the host: scripts/vm passes it on),
 # else 12.
-POINTS=${1:-12}
+POINTS=${1:-${BKC_CRASH_POINTS:-12}}
 [[ $POINTS =~ ^[1-9][0-9]*$ ]] || fail "bad number of crash points '$POINTS'"
 
 NB_NAME=bkcssd
