@@ -670,6 +670,57 @@ static void bkc_backing_tunables(struct bkc_backing *b, struct bkc_tunables *t)
 	t->writeback_max_age = READ_ONCE(b->wb.max_age);
 }
 
+/* ---- backing device flushes ---- */
+
+/*
+ * A write to the backing device completed; called before the request it
+ * belongs to can complete, so that a flush the submitter sends after
+ * that completion sees it counted.
+ */
+void bkc_backing_wrote(struct bkc_backing *b)
+{
+	atomic64_inc(&b->bw_done);
+	/* pairs with the full barrier of the completion's wake-up */
+	smp_mb__after_atomic();
+}
+
+/*
+ * Whether a flush of @b would cover a completed write that no successful
+ * flush covered yet.  *@gen is then what to pass to bkc_backing_flushed()
+ * once the flush succeeded (writes completing after this sample are not
+ * covered by it, and count for the next one).
+ */
+bool bkc_backing_flush_needed(struct bkc_backing *b, u64 *gen)
+{
+	*gen = atomic64_read(&b->bw_done);
+	return *gen != (u64)atomic64_read(&b->bw_flushed);
+}
+
+/* A flush sampled at @gen succeeded: every write counted by then is durable. */
+void bkc_backing_flushed(struct bkc_backing *b, u64 gen)
+{
+	s64 old = atomic64_read(&b->bw_flushed);
+
+	/* flushes may complete out of order: keep the largest */
+	while ((u64)old < gen &&
+	       !atomic64_try_cmpxchg(&b->bw_flushed, &old, gen))
+		;
+}
+
+/* Flush @b, in process context, if a completed write needs it. */
+int bkc_backing_flush(struct bkc_backing *b)
+{
+	u64 gen;
+	int r;
+
+	if (!bkc_backing_flush_needed(b, &gen))
+		return 0;
+	r = blkdev_issue_flush(b->dev.bdev);
+	if (!r)
+		bkc_backing_flushed(b, gen);
+	return r;
+}
+
 static void bkc_backing_apply_tunables(struct bkc_backing *b,
 				       const struct bkc_tunables *t)
 {
@@ -767,6 +818,8 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 	}
 	kobject_init(&b->kobj, &bkc_backing_ktype);
 	INIT_LIST_HEAD(&b->set_node);
+	/* what was written before we held the device: the first flush goes */
+	atomic64_set(&b->bw_done, 1);
 	b->dev = *dev;
 	b->sb = *sb;
 	b->id = -1;

@@ -230,6 +230,14 @@ struct bkc_backing {
 	/* writeback (writeback.c) and its exclusion with foreground writes */
 	struct bkc_wb		wb;
 
+	/*
+	 * Backing device flushes (backing.c): the writes to it that
+	 * completed, and how many of them its last successful flush covers.
+	 * A flush with nothing new to cover is not sent.
+	 */
+	atomic64_t		bw_done;
+	atomic64_t		bw_flushed;
+
 	/* cache set failure (fail.c, request.c) */
 	spinlock_t		fo_lock;	/* fo_state, fo_parked */
 	u8			fo_state;	/* BKC_FO_*; READ_ONCE */
@@ -334,6 +342,10 @@ void bkc_submit_bio(struct bio *bio);
 unsigned int bkc_bio_front_pad(void);
 void bkc_insert_work(struct work_struct *work);
 void bkc_bflush_work(struct work_struct *work);
+void bkc_backing_wrote(struct bkc_backing *b);
+bool bkc_backing_flush_needed(struct bkc_backing *b, u64 *gen);
+void bkc_backing_flushed(struct bkc_backing *b, u64 gen);
+int bkc_backing_flush(struct bkc_backing *b);
 void bkc_req_failover(struct bkc_backing *b, u8 state);
 int bkc_request_init(void);
 void bkc_request_exit(void);

@@ -52,6 +52,7 @@
 
 #define BKC_SEGS		32
 #define BKC_SEG_WHOLE		0xffff	/* clone of the whole request */
+#define BKC_SEG_FLUSH		0xfffe	/* the backing device flush of a PREFLUSH */
 #define BKC_PROMOTE_MAX		64	/* promotions in flight per set */
 #define BKC_PROMOTE_MAX_BYTES	(512U << 10)
 #define BKC_SEQ_TIMEOUT		(2 * HZ)
@@ -144,6 +145,7 @@ struct bkc_req {
 struct bkc_clone {
 	struct bkc_req		*r;
 	u32			seg;
+	u64			flush_gen;	/* BKC_SEG_FLUSH: what it covers */
 	struct bio		bio;	/* must be last: bio_set front_pad */
 };
 
@@ -217,11 +219,16 @@ static void bkc_clone_endio(struct bio *clone)
 	blk_status_t st = clone->bi_status;
 	struct bkc_seg *seg;
 
-	if (bc->seg == BKC_SEG_WHOLE) {
+	if (bc->seg == BKC_SEG_WHOLE || bc->seg == BKC_SEG_FLUSH) {
 		/* the backing device: the data, a flush or a remap */
 		if (st) {
 			r->flags |= RQ_BACK_ERR;
 			bkc_req_error(r, st);
+		} else if (bc->seg == BKC_SEG_FLUSH) {
+			bkc_backing_flushed(r->b, bc->flush_gen);
+		} else if (op_is_write(bio_op(clone))) {
+			/* counted before the request can complete */
+			bkc_backing_wrote(r->b);
 		}
 	} else {
 		seg = &r->seg[bc->seg];
@@ -1333,7 +1340,7 @@ void bkc_bflush_work(struct work_struct *work)
 	llist_for_each_entry(r, list, ll) {
 		if (r->flags & (RQ_FLUSHED | RQ_BACK_ERR))
 			continue;
-		err = blkdev_issue_flush(r->b->dev.bdev);
+		err = bkc_backing_flush(r->b);
 		/* one flush covers every write of the device done before it */
 		llist_for_each_entry(q, list, ll) {
 			if (q->b != r->b)
@@ -1375,22 +1382,33 @@ static void bkc_flush_jw(struct bkc_jwait *jw, int err)
 	bkc_req_put(r);
 }
 
-/* PREFLUSH: flush the backing device and commit the journal. */
+/*
+ * PREFLUSH: flush the backing device and commit the journal.  The backing
+ * device is flushed only when a write to it completed since its last
+ * successful flush (what went to the cache is the journal's business).
+ */
 static void bkc_flush_start(struct bkc_req *r)
 {
 	struct bkc_backing *b = r->b;
 	struct bkc_clone *bc;
 	struct bio *flush;
+	u64 gen;
 
 	r->flags |= RQ_FLUSHING;
-	atomic_set(&r->pending, 2);
-	flush = bio_alloc_bioset(b->dev.bdev, 0, REQ_OP_WRITE | REQ_PREFLUSH,
-				 GFP_NOIO, &b->bs);
-	bc = container_of(flush, struct bkc_clone, bio);
-	bc->r = r;
-	bc->seg = BKC_SEG_WHOLE;
-	flush->bi_end_io = bkc_clone_endio;
-	submit_bio_noacct(flush);
+	if (!bkc_backing_flush_needed(b, &gen)) {
+		atomic_set(&r->pending, 1);
+	} else {
+		atomic_set(&r->pending, 2);
+		flush = bio_alloc_bioset(b->dev.bdev, 0,
+					 REQ_OP_WRITE | REQ_PREFLUSH,
+					 GFP_NOIO, &b->bs);
+		bc = container_of(flush, struct bkc_clone, bio);
+		bc->r = r;
+		bc->seg = BKC_SEG_FLUSH;
+		bc->flush_gen = gen;
+		flush->bi_end_io = bkc_clone_endio;
+		submit_bio_noacct(flush);
+	}
 	r->jw.fn = bkc_flush_jw;
 	bkc_journal_wait(r->set, &r->jw, bkc_journal_flush_seq(r->set));
 }
@@ -1483,7 +1501,7 @@ static void bkc_park_resolve(struct bkc_req *r, u8 state)
 		bkc_req_complete(r);
 		return;
 	case BKC_PARK_FLUSH:
-		/* the backing flush is done or in flight; no journal needed */
+		/* the backing flush is done, in flight or not needed; no journal */
 		if (dead)
 			bkc_req_error(r, BLK_STS_IOERR);
 		bkc_req_put(r);

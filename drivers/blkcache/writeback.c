@@ -370,8 +370,10 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	}
 	blk_finish_plug(&plug);
 	r = bkc_wb_phase_wait(x);
+	if (done)
+		bkc_backing_wrote(b);
 	if (!r)
-		r = blkdev_issue_flush(b->dev.bdev);
+		r = bkc_backing_flush(b);
 	if (r) {
 		/* nothing is marked clean: the cache keeps the dirty data */
 		bkc_err_ratelimited(b->dev.bdev,

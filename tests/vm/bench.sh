@@ -707,6 +707,8 @@ run_config() {
 	job_rand randwrite --rw=randwrite --iodepth=8
 	job_rand randrw8 --ioengine=psync --rw=randrw --numjobs=8
 	job_rand randrw1 --ioengine=psync --rw=randrw --numjobs=1
+	job_rand fsync1 --ioengine=psync --rw=randwrite --fsync=1 --numjobs=1
+	job_rand fsync8 --ioengine=psync --rw=randwrite --fsync=1 --numjobs=8
 	job_hot
 	job_latency
 	job_seq

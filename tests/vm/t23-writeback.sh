@@ -12,6 +12,10 @@
 #     (writeback_percent=100, writeback_delay 30 s, a reader keeping the
 #     device busy) 8 MiB of dirty data stays for 6 s with max_age 0 and
 #     is written back within 3 x 5 s of writeback_max_age=5;
+#   - issue 9, fsync: 200 4k writes with fsync=1 in writeback (writeback
+#     paused: nothing goes to md0) make no flush of md0 (at most 10
+#     flushes counted on its members: md's own superblock writes; one per
+#     fsync would be 600), 50 in writethrough make at least 50;
 #   - registered again, 32 MiB more dirty data, writeback still paused:
 #     detach writes it back first (state stays "dirty" until
 #     dirty_data is 0), then detaches ("no cache", on disk too); the data
@@ -107,6 +111,45 @@ wait "$reader" 2>/dev/null || true
 echo 0 >"$BATTR/writeback_max_age"
 echo 10 >"$BATTR/writeback_percent"
 fio_region 160 8 13 --verify_only=1
+
+# -- fsync: md0 is flushed only when something was written to it ------------
+# member_flushes: flush requests the RAID members completed (diskstats)
+member_flushes() {
+	local d n=0 f
+	for d in $BKC_HDDS; do
+		read -r -a f <"/sys/block/${d#/dev/}/stat"
+		n=$((n + f[15]))
+	done
+	echo "$n"
+}
+# fsync_writes MODE N: N 4k random writes each followed by fsync, in MODE;
+# prints the flushes md0's members saw meanwhile
+fsync_writes() {
+	local before
+	echo "$1" >"$BATTR/cache_mode"
+	before=$(member_flushes)
+	fio --output=/tmp/fio-fsync.out --eta=never --name=fsync \
+		--filename=/dev/cache0 --direct=1 --ioengine=psync --rw=randwrite \
+		--bs=4k --fsync=1 --offset=400m --size=16m --number_ios="$2" \
+		--randrepeat=1 ||
+		{ cat /tmp/fio-fsync.out; fail "fio with fsync=1 in $1 mode failed"; }
+	echo $(($(member_flushes) - before))
+}
+echo 0 >"$BATTR/writeback_running"
+# a first round turns the superblocks (ours and md's) dirty, which
+# flushes md0 a few times; the round measured after it writes nothing to
+# md0, so only md going idle (one superblock write per member) may flush
+fsync_writes writeback 20 >/dev/null
+fwb=$(fsync_writes writeback 200)
+[ "$fwb" -le 10 ] ||
+	fail "200 fsyncs of writes that went to the cache only made $fwb flushes on md0's members"
+fwt=$(fsync_writes writethrough 50)
+[ "$fwt" -ge 50 ] ||
+	fail "50 fsyncs after writethrough writes made only $fwt flushes on md0's members"
+echo writeback >"$BATTR/cache_mode"
+log "fsync: 200 in writeback (nothing on md0) made $fwb member flushes, 50 in writethrough $fwt"
+wait_clean 120
+echo 10 >"$BATTR/writeback_percent"
 
 # -- detach with dirty data ---------------------------------------------------
 echo 0 >"$BATTR/writeback_running"
