@@ -102,7 +102,7 @@ struct bkc_set {
 	struct bkc_sb_info	sb;
 	struct list_head	backings;	/* attached bkc_backing */
 	struct bkc_statset	st;		/* <uuid>/stats_* */
-	atomic64_t		data_written;	/* bytes to the cache device */
+	u64 __percpu		*data_written;	/* bytes of data to the cache device */
 	atomic64_t		meta_written;	/* of them metadata */
 	bool			kobj_added;
 	bool			cdev_kobj_added;
@@ -342,6 +342,7 @@ void bkc_submit_bio(struct bio *bio);
 unsigned int bkc_bio_front_pad(void);
 void bkc_insert_work(struct work_struct *work);
 void bkc_bflush_work(struct work_struct *work);
+u64 bkc_set_data_written(struct bkc_set *set);
 void bkc_backing_wrote(struct bkc_backing *b);
 bool bkc_backing_flush_needed(struct bkc_backing *b, u64 *gen);
 void bkc_backing_flushed(struct bkc_backing *b, u64 gen);

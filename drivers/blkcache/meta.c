@@ -59,9 +59,10 @@ int bkc_meta_io(struct bkc_set *set, blk_opf_t opf, u64 sector, void *buf,
 		return -EIO;
 	if (vm && write)
 		flush_kernel_vmap_range(buf, len);
-	if (write)
-		atomic64_add(len, opf & REQ_META ? &set->meta_written :
-			     &set->data_written);
+	if (write && (opf & REQ_META))
+		atomic64_add(len, &set->meta_written);
+	else if (write)
+		this_cpu_add(*set->data_written, len);
 	while (len && !r) {
 		u32 n = 0, chunk;
 		struct bio *bio;
@@ -682,6 +683,20 @@ int bkc_invalidate_dev(struct bkc_set *set, u32 dev_id)
 }
 
 /* ---- open and close ---- */
+
+/*
+ * Bytes of data written to the cache device: the sum of the CPUs' counts
+ * (allocated with the set, freed by its kobject's release).
+ */
+u64 bkc_set_data_written(struct bkc_set *set)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += *per_cpu_ptr(set->data_written, cpu);
+	return sum;
+}
 
 static void bkc_meta_free(struct bkc_set *set)
 {

@@ -94,6 +94,7 @@ enum {
 	RQ_CACHE_ERR	= 1 << 8,
 	RQ_BACK_ERR	= 1 << 9,
 	RQ_PROMOTE	= 1 << 10,
+	RQ_WHIT		= 1 << 11,	/* its keys replaced cached data */
 	RQ_NOINVAL	= 1 << 12,	/* no invalidation needed */
 	RQ_PASS		= 1 << 13,	/* no cache set: plain remap */
 	RQ_WBCOUNT	= 1 << 14,	/* counted in wb.wb_writes */
@@ -319,7 +320,7 @@ static void bkc_to_cache(struct bkc_req *r, u32 segno)
 						      seg->off));
 	if (clone)
 		clone->bi_opf &= ~(REQ_FUA | REQ_PREFLUSH);
-	atomic64_add((u64)seg->len << SECTOR_SHIFT, &set->data_written);
+	this_cpu_add(*set->data_written, (u64)seg->len << SECTOR_SHIFT);
 	bkc_submit_clone(r, clone);
 }
 
@@ -683,7 +684,7 @@ static int bkc_promo_write(struct bkc_promo *p, u32 from, u32 len,
 					   PAGE_SIZE)),
 			REQ_OP_WRITE, GFP_NOIO);
 	bio->bi_iter.bi_sector = sector;
-	atomic64_add(left, &p->set->data_written);
+	this_cpu_add(*p->set->data_written, left);
 	while (left) {
 		u32 in = byte & (PAGE_SIZE - 1);
 		u32 n = min_t(u32, left, PAGE_SIZE - in);
@@ -1062,26 +1063,27 @@ static void bkc_write(struct bkc_req *r)
 static int bkc_apply_keys(struct bkc_req *r, bool dirty)
 {
 	struct bkc_key k;
-	u64 seq;
+	u64 seq, ow;
 	int ret;
 
-	if (!(r->flags & RQ_COUNTED) && r->nseg) {
-		/* a write hit replaces cached data (a failed look: a miss) */
-		r->flags |= RQ_COUNTED;
-		ret = bkc_core_lookup(r->set->core, r->b->dev_id, r->lba,
-				      r->sectors, bkc_has_key, NULL);
-		bkc_count(r, ret > 0 ? BKC_STAT_WRITE_HITS :
-			  BKC_STAT_WRITE_MISSES, 1);
-	}
 	for (; r->applied < r->nseg; r->applied++) {
 		struct bkc_seg *s = &r->seg[r->applied];
 
 		bkc_key_init(&k, r->b->dev_id, s->lba, s->len, s->bucket,
 			     s->off, s->gen, dirty);
+		ow = bkc_core_overwrites(r->set->core);
 		ret = bkc_core_insert(r->set->core, &k, &seq);
 		if (ret)
 			return ret;
+		/* a write hit replaces cached data; the insert says so */
+		if (bkc_core_overwrites(r->set->core) != ow)
+			r->flags |= RQ_WHIT;
 		r->jseq = seq;
+	}
+	if (!(r->flags & RQ_COUNTED) && r->nseg) {
+		r->flags |= RQ_COUNTED;
+		bkc_count(r, (r->flags & RQ_WHIT) ? BKC_STAT_WRITE_HITS :
+			  BKC_STAT_WRITE_MISSES, 1);
 	}
 	return 0;
 }

@@ -83,6 +83,9 @@ int bkc_set_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 	r = bkc_statset_init(&set->st);
 	if (!r)
 		r = bkc_statset_add(&set->st, &set->kobj);
+	set->data_written = alloc_percpu(u64);
+	if (!r && !set->data_written)
+		r = -ENOMEM;
 	if (r)
 		goto fail;
 

@@ -751,7 +751,7 @@ static ssize_t set_stop_store(struct kobject *kobj,
 static ssize_t written_show(struct kobject *kobj, struct kobj_attribute *attr,
 			    char *buf)
 {
-	return bkc_emit_hsize(buf, atomic64_read(&to_set(kobj)->data_written) +
+	return bkc_emit_hsize(buf, bkc_set_data_written(to_set(kobj)) +
 			      atomic64_read(&to_set(kobj)->meta_written));
 }
 
@@ -993,6 +993,7 @@ ATTRIBUTE_GROUPS(bkc_set);
 static void bkc_set_release(struct kobject *kobj)
 {
 	bkc_statset_exit(&to_set(kobj)->st);
+	free_percpu(to_set(kobj)->data_written);
 	kfree(to_set(kobj));
 }
 

@@ -87,7 +87,7 @@ int main(void)
 	struct sim s;
 	struct dump d0, d1;
 	struct bkc_key k;
-	u64 lba, b = 100, leaf;
+	u64 lba, b = 100, leaf, ow;
 	u32 last;
 	int n, ret, i;
 
@@ -105,10 +105,34 @@ int main(void)
 		REQUIRE(bkc_btree_insert(&t, &k, 1) == 0);
 	}
 	REQUIRE(bkc_btree_depth(&t) >= 3);
+	/* keys side by side replaced nothing */
+	CHECK_EQ(t.stats.overwrites, 0);
 	while (sim_flush_tree(&s, ~0ULL) > 0)
 		;
 	d0 = digest(&t);
 	CHECK(d0.n > 0);
+
+	/*
+	 * The overwrite count says whether an insert replaced cached data
+	 * (a write hit): over a cached key yes, over the gap between two
+	 * keys or a range a hole emptied no; the hole itself counts.
+	 */
+	ow = t.stats.overwrites;
+	bkc_key_init(&k, 0, 8, 8, 90, 0, bkc_alloc_gen(&a, 90), false);
+	REQUIRE(bkc_btree_insert(&t, &k, 1) == 0);	/* gap 8..16 */
+	CHECK_EQ(t.stats.overwrites, ow);
+	bkc_key_init(&k, 0, 4, 8, 91, 0, bkc_alloc_gen(&a, 91), false);
+	REQUIRE(bkc_btree_insert(&t, &k, 1) == 0);	/* over 0..8 and 8..16 */
+	CHECK_EQ(t.stats.overwrites, ow + 2);
+	bkc_key_init_hole(&k, bkc_pos(0, 32), 8);
+	REQUIRE(bkc_btree_insert(&t, &k, 1) == 0);	/* drops 32..40 */
+	CHECK_EQ(t.stats.overwrites, ow + 3);
+	bkc_key_init(&k, 0, 32, 8, 92, 0, bkc_alloc_gen(&a, 92), false);
+	REQUIRE(bkc_btree_insert(&t, &k, 1) == 0);	/* over the hole */
+	CHECK_EQ(t.stats.overwrites, ow + 3);
+	while (sim_flush_tree(&s, ~0ULL) > 0)
+		;
+	d0 = digest(&t);
 
 	/*
 	 * A hole over many leaves of which only the first is in memory: the

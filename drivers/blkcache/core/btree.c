@@ -527,9 +527,14 @@ static int leaf_walk(const struct bkc_node *n, u64 s, u64 e, piece_fn fn,
 	return 0;
 }
 
+/* A piece of an older key that an insert replaces. */
 static int account_sub(void *arg, const struct bkc_key *k)
 {
-	bkc_alloc_account(arg, k, -1);
+	struct bkc_btree *t = arg;
+
+	if (!bkc_key_hole(k))
+		t->stats.overwrites++;
+	bkc_alloc_account(t->alloc, k, -1);
 	return 0;
 }
 
@@ -605,7 +610,7 @@ int bkc_btree_insert(struct bkc_btree *t, const struct bkc_key *key, u64 jseq)
 		end = min_t(u64, bkc_key_end(&k), n->hi);
 		bkc_key_cut_back(&piece, end - k.pos);
 		if (!t->no_account)
-			leaf_walk(n, piece.pos, end, account_sub, t->alloc);
+			leaf_walk(n, piece.pos, end, account_sub, t);
 		ret = bkc_keys_paint(n->delta, &n->ndelta, t->delta_keys,
 				     &piece);
 		if (!ret) {

@@ -102,6 +102,7 @@ struct bkc_btree_ops {
 
 struct bkc_btree_stats {
 	u64	inserts;
+	u64	overwrites;	/* pieces of cached keys inserts replaced */
 	u64	splits;
 	u64	merges;
 	u64	cows;

@@ -292,6 +292,16 @@ static inline int bkc_core_set_policy(struct bkc_core *c, u32 repl)
 	return bkc_alloc_set_policy(&c->alloc, repl);
 }
 
+/*
+ * Pieces of cached keys that inserts replaced so far: an insert that
+ * changes it replaced cached data (a write hit).  Caller holds the set
+ * lock for writing, as for the insert.
+ */
+static inline u64 bkc_core_overwrites(const struct bkc_core *c)
+{
+	return c->tree.stats.overwrites;
+}
+
 static inline u64 bkc_core_dev_dirty(const struct bkc_core *c, u32 dev)
 {
 	return dev < c->alloc.ndevs ? c->alloc.dev_dirty[dev] : 0;
