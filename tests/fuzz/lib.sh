@@ -33,19 +33,27 @@ fuzz_build() {
 	local inc=(-I"$FUZZ_TOP/include/uapi" -I"$FUZZ_TOP/tools/lib" -I"$core"
 		   -I"$FUZZ_HERE")
 	local cflags=(-std=gnu11 -g -O1 -D_GNU_SOURCE -Wall -Wno-unused-parameter
-		      -Wno-missing-field-initializers "${inc[@]}")
+		      -Wno-missing-field-initializers -Wno-c2x-extensions "${inc[@]}")
 	local san=("-fsanitize=fuzzer,address,undefined" -fno-sanitize-recover=all)
 	local src=("$core"/sb.c "$core"/key.c "$core"/bset.c "$core"/journal.c
 		   "$core"/alloc.c "$core"/policy.c "$core"/table.c
 		   "$FUZZ_TOP"/tools/lib/crc32c.c)
 
+	# one compiler per program, all at once (each is single-threaded)
+	local pids=() p rc=0
 	"$cc" "${cflags[@]}" -fsanitize=address,undefined -o "$dir/gen_seeds" \
-		"$FUZZ_HERE/gen_seeds.c" "${src[@]}" || return
-	"$dir/gen_seeds" "$dir/seeds" || return
+		"$FUZZ_HERE/gen_seeds.c" "${src[@]}" &
+	pids+=($!)
 	for t in "$@"; do
 		"$cc" "${cflags[@]}" "${san[@]}" -o "$dir/fuzz_$t" \
-			"$FUZZ_HERE/fuzz_$t.c" "${src[@]}" || return
+			"$FUZZ_HERE/fuzz_$t.c" "${src[@]}" &
+		pids+=($!)
 	done
+	for p in "${pids[@]}"; do
+		wait "$p" || rc=$?
+	done
+	[ "$rc" = 0 ] || return "$rc"
+	"$dir/gen_seeds" "$dir/seeds"
 }
 
 fuzz_exec() {

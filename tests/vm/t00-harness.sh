@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # timeout: 300
+# boot: shared
 #
 # t00-harness: checks the VM test harness itself: the disks and their
 # throttling, the guest environment, md RAID5 + xfs, fio, ioping, dmsetup,

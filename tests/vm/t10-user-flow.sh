@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # timeout: 300
+# boot: shared
 #
 # Issue 2, test a: the user flow.  RAID5 over the HDDs, make-cache -C ssd
 # -B md0, /dev/cache0 appears attached; XFS with checksummed files; stop,

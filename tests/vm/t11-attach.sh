@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # timeout: 300
+# boot: shared
 #
 # Issue 2, test b: attach by hand.  Format the backing and the cache
 # devices separately, register both, echo the set uuid into attach.  The

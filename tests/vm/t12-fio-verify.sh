@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # timeout: 400
+# boot: shared
 #
 # Issue 2, test c: fio --verify=crc32c on /dev/cache0, 4k random and 1M
 # sequential, checked again after stop and re-registration.

@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # timeout: 400
+# boot: shared
 #
 # Issue 2, test d: bad input.  Corrupt superblocks, double registration,
 # garbage in every writable sysfs file, make-cache on signed, mounted or

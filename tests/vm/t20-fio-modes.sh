@@ -1,11 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # timeout: 600
+# boot: shared
 #
 # Issue 4, correctness: fio --verify=crc32c in every cache mode.  Each mode
-# writes its own 72 MiB region with one fio run of five concurrent jobs:
+# writes its own 36 MiB region with one fio run of five concurrent jobs:
 # random writes with block sizes from 4k to 1M at QD32 in four processes
-# (own 8 MiB each), sequential 4k at QD1, sequential 128k at QD8,
+# (own 4 MiB each), sequential 4k at QD1, sequential 128k at QD8,
 # sequential 1M at QD4 (past sequential_cutoff: bypassed) and random 4k at
 # QD1; every job verifies what it wrote.  Then the data is read back
 # (fio --verify_only) after each later mode switch: writeback data while
@@ -18,7 +19,7 @@
 . "$BKC_REPO/tests/vm/verify-lib.sh"
 
 cd /tmp
-REGION_MB=96
+REGION_MB=48
 declare -A SEED=()	# region -> fio seed of its newest data
 
 # job_file REGION SEED: the fio job file of a region.
@@ -43,38 +44,38 @@ bssplit=4k/40:16k/20:64k/20:256k/15:1m/5
 iodepth=32
 numjobs=4
 offset=$((off))m
-offset_increment=8m
-size=8m
+offset_increment=4m
+size=4m
 
 [seq-4k-qd1]
 ioengine=psync
 rw=write
 bs=4k
-offset=$((off + 32))m
-size=2m
+offset=$((off + 16))m
+size=1m
 
 [seq-128k-qd8]
 ioengine=libaio
 rw=write
 bs=128k
 iodepth=8
-offset=$((off + 36))m
-size=8m
+offset=$((off + 18))m
+size=4m
 
 [seq-1m-qd4]
 ioengine=libaio
 rw=write
 bs=1m
 iodepth=4
-offset=$((off + 48))m
-size=16m
+offset=$((off + 24))m
+size=8m
 
 [rand-4k-qd1]
 ioengine=psync
 rw=randwrite
 bs=4k
-offset=$((off + 68))m
-size=4m
+offset=$((off + 34))m
+size=2m
 EOF
 }
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # timeout: 600
+# boot: shared
 #
 # Issue 4, correctness: XFS on /dev/cache0 under a file workload.  In
 # writeback mode: cp -a of a directory tree (/usr/include/linux from the

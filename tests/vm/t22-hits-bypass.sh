@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # timeout: 400
+# boot: shared
 #
 # Issue 4, hits and bypass, read from stats_total/:
 #   - writeback: 2048 random 4k reads of data just written are 2048 hits
