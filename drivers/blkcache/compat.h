@@ -86,6 +86,17 @@ static inline void bkc_limits_init(struct queue_limits *lim,
 #endif
 }
 
+/* Whether writing part of a stripe of @bdev costs reads (md RAID4/5/6). */
+static inline bool bkc_partial_stripes_expensive(struct block_device *bdev)
+{
+#if BKC_NEW_BLOCK_API
+	return bdev_get_queue(bdev)->limits.features &
+		BLK_FEAT_RAID_PARTIAL_STRIPES_EXPENSIVE;
+#else
+	return bdev_get_queue(bdev)->limits.raid_partial_stripes_expensive;
+#endif
+}
+
 /* Allocate a bio-based gendisk with @lim; never returns NULL. */
 static inline struct gendisk *bkc_alloc_disk(struct queue_limits *lim,
 					     struct block_device *bdev)

@@ -17,6 +17,19 @@
  *      write may have replaced it meanwhile: that stays dirty).
  * A failed batch marks nothing clean and is retried after a back-off.
  *
+ * Stripe fill: on a backing device where writing part of a stripe costs
+ * reads (md RAID5/6: it reads the rest of the stripe, or the old data and
+ * parity, before it can write), every stripe that holds dirty data is
+ * written whole.  What of it is not dirty is read from the backing device
+ * first (one read of the whole run when it has more gaps than stripes,
+ * else a read per gap), within the batch's range, so no foreground write
+ * can land there between that read and the write; the dirty data is read
+ * over it from the cache.  md then computes parity from the data it is
+ * given, with no read.  Sparse dirty data (a few 4k blocks per stripe)
+ * drains several times faster; dense data has no gaps and reads nothing
+ * more.  A batch's size then counts the stripes it writes, not the dirty
+ * bytes.
+ *
  * Pacing: a PI controller (core/ratectl.c) sets the rate from the dirty
  * amount against writeback_percent of the cache (0 once the device has
  * left writeback mode: its dirty data drains); the device goes at full
@@ -47,6 +60,21 @@ struct bkc_wb_run {
 	bool	stale;		/* holds data of a reused bucket */
 	void	*buf;
 };
+
+/*
+ * Sectors per stripe when writeback fills partly dirty stripes (see the
+ * top of this file), else 0: the backing device must be a RAID whose
+ * partial-stripe writes cost reads, with the data area stripe-aligned.
+ */
+static u64 bkc_wb_fill_stripe(struct bkc_backing *b)
+{
+	u64 stripe = bdev_io_opt(b->dev.bdev) >> SECTOR_SHIFT;
+
+	if (stripe <= 1 || !bkc_partial_stripes_expensive(b->dev.bdev) ||
+	    b->data_start % stripe)
+		return 0;
+	return stripe;
+}
 
 struct bkc_wb_ctx {
 	struct bkc_backing	*b;
@@ -164,7 +192,8 @@ static bool bkc_wb_pick_range(struct bkc_backing *b, struct bkc_wb_ctx *x,
 {
 	struct bkc_set *set = b->set;
 	u64 stripe = bdev_io_opt(b->dev.bdev) >> SECTOR_SHIFT;
-	u64 bytes = 0, e;
+	bool fill = bkc_wb_fill_stripe(b);
+	u64 bytes = 0, e, filled = 0;
 	int n, i;
 
 	down_read(&set->lock);
@@ -176,8 +205,18 @@ static bool bkc_wb_pick_range(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	*start = bkc_pos_lba(x->keys[0].pos);
 	e = *start;
 	for (i = 0; i < n && bytes < BKC_WB_BATCH; i++) {
+		u64 ks = bkc_pos_lba(x->keys[i].pos), fs;
+
 		e = bkc_pos_lba(bkc_key_end(&x->keys[i]));
-		bytes += (u64)x->keys[i].len << SECTOR_SHIFT;
+		if (!fill) {
+			bytes += (u64)x->keys[i].len << SECTOR_SHIFT;
+			continue;
+		}
+		/* filling: the batch writes the stripes its keys touch */
+		fs = max(ks - ks % stripe, filled);
+		filled = roundup(e, stripe);
+		if (filled > fs)
+			bytes += (filled - fs) << SECTOR_SHIFT;
 	}
 	if (stripe > 1) {
 		*start -= *start % stripe;
@@ -187,24 +226,40 @@ static bool bkc_wb_pick_range(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	return true;
 }
 
-/* Merge the batch's keys into runs of contiguous LBAs with buffers. */
-static int bkc_wb_make_runs(struct bkc_wb_ctx *x)
+/*
+ * Merge the batch's keys into runs of contiguous LBAs with buffers: the
+ * keys themselves, or with @stripe the whole stripes they touch (up to
+ * the end of the device).
+ */
+static int bkc_wb_make_runs(struct bkc_backing *b, struct bkc_wb_ctx *x,
+			    u64 stripe)
 {
+	u64 cap = bdev_nr_sectors(b->dev.bdev) - b->data_start;
 	struct bkc_wb_run *run = NULL;
 	u32 i;
 
 	x->nruns = 0;
 	for (i = 0; i < x->nkeys; i++) {
 		u64 lba = bkc_pos_lba(x->keys[i].pos);
+		u64 end = lba + x->keys[i].len;
 
-		if (run && run->lba + run->len == lba &&
-		    run->len + x->keys[i].len <= (BKC_WB_BATCH >> SECTOR_SHIFT)) {
+		if (stripe) {
+			lba -= lba % stripe;
+			end = min(roundup(end, stripe), cap);
+			if (run && lba <= run->lba + run->len) {
+				run->len = max_t(u64, run->len, end - run->lba);
+				continue;
+			}
+		} else if (run && run->lba + run->len == lba &&
+			   run->len + x->keys[i].len <=
+			   (BKC_WB_BATCH >> SECTOR_SHIFT)) {
 			run->len += x->keys[i].len;
 			continue;
 		}
 		run = &x->runs[x->nruns++];
 		run->lba = lba;
-		run->len = x->keys[i].len;
+		run->len = end - lba;
+		run->stale = false;
 		run->buf = NULL;
 	}
 	for (i = 0; i < x->nruns; i++) {
@@ -214,6 +269,69 @@ static int bkc_wb_make_runs(struct bkc_wb_ctx *x)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+/* The run of @x holding key @k; *@ri starts the search (keys are sorted). */
+static struct bkc_wb_run *bkc_wb_run_of(struct bkc_wb_ctx *x, u32 *ri,
+					const struct bkc_key *k)
+{
+	u64 lba = bkc_pos_lba(k->pos);
+
+	while (lba >= x->runs[*ri].lba + x->runs[*ri].len)
+		(*ri)++;
+	/* every key lies in a run: bkc_wb_make_runs() built them from the keys */
+	WARN_ON_ONCE(lba < x->runs[*ri].lba);
+	return &x->runs[*ri];
+}
+
+/*
+ * Stripe fill: read from the backing device what of each run no dirty key
+ * covers, into the run's buffer (the cache reads go over it afterwards).
+ */
+static void bkc_wb_read_gaps(struct bkc_backing *b, struct bkc_wb_ctx *x,
+			     u64 stripe)
+{
+	struct block_device *bdev = b->dev.bdev;
+	u32 i, k = 0, first, gaps;
+	u64 pos, end, ks;
+
+	for (i = 0; i < x->nruns; i++) {
+		struct bkc_wb_run *run = &x->runs[i];
+		bool whole;
+
+		end = run->lba + run->len;
+		first = k;
+		gaps = 0;
+		for (pos = run->lba; k < x->nkeys &&
+		     (ks = bkc_pos_lba(x->keys[k].pos)) < end; k++) {
+			gaps += ks > pos;
+			pos = ks + x->keys[k].len;
+		}
+		gaps += pos < end;
+		if (!gaps)
+			continue;
+		/* many small reads cost more than one large one */
+		whole = gaps > DIV_ROUND_UP(run->len, stripe);
+		if (whole) {
+			bkc_wb_io(x, bdev, REQ_OP_READ, run->lba + b->data_start,
+				  run->buf, run->len << SECTOR_SHIFT);
+			continue;
+		}
+		for (pos = run->lba, k = first; k < x->nkeys &&
+		     (ks = bkc_pos_lba(x->keys[k].pos)) < end; k++) {
+			if (ks > pos)
+				bkc_wb_io(x, bdev, REQ_OP_READ,
+					  pos + b->data_start,
+					  (u8 *)run->buf +
+					  ((pos - run->lba) << SECTOR_SHIFT),
+					  (u32)(ks - pos) << SECTOR_SHIFT);
+			pos = ks + x->keys[k].len;
+		}
+		if (pos < end)
+			bkc_wb_io(x, bdev, REQ_OP_READ, pos + b->data_start,
+				  (u8 *)run->buf + ((pos - run->lba) << SECTOR_SHIFT),
+				  (u32)(end - pos) << SECTOR_SHIFT);
+	}
 }
 
 static void bkc_wb_free_runs(struct bkc_wb_ctx *x)
@@ -283,8 +401,8 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	struct bkc_set *set = b->set;
 	struct bkc_wb_pick pick = { .x = x };
 	struct blk_plug plug;
-	u64 start, end, done = 0;
-	u32 i, k, off;
+	u64 start, end, done = 0, stripe = bkc_wb_fill_stripe(b);
+	u32 i, k;
 	long r;
 
 	x->nkeys = 0;
@@ -303,23 +421,36 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	up_read(&set->lock);
 	if (r < 0 || !x->nkeys)
 		goto out;
-	r = bkc_wb_make_runs(x);
+	r = bkc_wb_make_runs(b, x, stripe);
 	if (r)
 		goto out;
 
+	if (stripe) {
+		/* the rest of the stripes, before the dirty data goes over it */
+		bkc_wb_phase_begin(x, false);
+		blk_start_plug(&plug);
+		bkc_wb_read_gaps(b, x, stripe);
+		blk_finish_plug(&plug);
+		r = bkc_wb_phase_wait(x);
+		if (r) {
+			bkc_err_ratelimited(b->dev.bdev,
+					    "writeback of sectors %llu-%llu: reading the stripes to fill failed (%ld); retrying later",
+					    start, end - 1, r);
+			goto out;
+		}
+	}
+
 	/* read the dirty data from the cache */
 	bkc_wb_phase_begin(x, true);
-	for (i = 0, k = 0; i < x->nruns; i++) {
-		for (off = 0; off < x->runs[i].len; k++) {
-			struct bkc_key *key = &x->keys[k];
+	for (i = 0, k = 0; k < x->nkeys; k++) {
+		struct bkc_key *key = &x->keys[k];
+		struct bkc_wb_run *run = bkc_wb_run_of(x, &i, key);
 
-			bkc_wb_io(x, set->dev.bdev, REQ_OP_READ,
-				  bkc_bucket_sector(set, bkc_key_bucket(key),
-						    key->off),
-				  (u8 *)x->runs[i].buf + ((size_t)off << SECTOR_SHIFT),
-				  key->len << SECTOR_SHIFT);
-			off += key->len;
-		}
+		bkc_wb_io(x, set->dev.bdev, REQ_OP_READ,
+			  bkc_bucket_sector(set, bkc_key_bucket(key), key->off),
+			  (u8 *)run->buf + ((bkc_pos_lba(key->pos) - run->lba) <<
+					    SECTOR_SHIFT),
+			  key->len << SECTOR_SHIFT);
 	}
 	r = bkc_wb_phase_wait(x);
 	if (r) {
@@ -344,18 +475,16 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	 * the key meant: such a run is not written and its keys stay dirty.
 	 */
 	down_read(&set->lock);
-	for (i = 0, k = 0; i < x->nruns; i++) {
-		u32 first = k;
-		bool stale = false;
-
-		for (off = 0; off < x->runs[i].len; off += x->keys[k++].len)
-			stale |= bkc_core_ptr_stale(set->core, &x->keys[k]);
-		x->runs[i].stale = stale;
-		if (stale)
-			for (; first < k; first++)
-				x->keys[first].ptr |= BKC_KEY_HOLE;
-	}
+	for (i = 0, k = 0; k < x->nkeys; k++)
+		if (bkc_core_ptr_stale(set->core, &x->keys[k]))
+			bkc_wb_run_of(x, &i, &x->keys[k])->stale = true;
 	up_read(&set->lock);
+	for (i = 0, k = 0; k < x->nkeys; k++) {
+		if (bkc_wb_run_of(x, &i, &x->keys[k])->stale)
+			x->keys[k].ptr |= BKC_KEY_HOLE;
+		else
+			done += x->keys[k].len;
+	}
 
 	/* write it to the backing device, stripes together */
 	bkc_wb_phase_begin(x, false);
@@ -366,7 +495,6 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 		bkc_wb_io(x, b->dev.bdev, REQ_OP_WRITE,
 			  x->runs[i].lba + b->data_start, x->runs[i].buf,
 			  x->runs[i].len << SECTOR_SHIFT);
-		done += x->runs[i].len;
 	}
 	blk_finish_plug(&plug);
 	r = bkc_wb_phase_wait(x);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # timeout: 600
+# boot: shared
 #
 # Issue 4, writeback:
 #   - writeback mode, writeback paused: 96 MiB of random writes (4k-64k,
@@ -16,6 +17,11 @@
 #     paused: nothing goes to md0) make no flush of md0 (at most 10
 #     flushes counted on its members: md's own superblock writes; one per
 #     fsync would be 600), 50 in writethrough make at least 50;
+#   - issue 9, stripe fill: 1024 random 4k writes spread over 32 MiB (one
+#     block in 8, a few per 128 KiB stripe) drain with md0 read to fill
+#     the stripes and md's members reading no more than that (md reads
+#     for every partial-stripe write); raw md0 then matches /dev/cache0
+#     and the writes verify;
 #   - registered again, 32 MiB more dirty data, writeback still paused:
 #     detach writes it back first (state stays "dirty" until
 #     dirty_data is 0), then detaches ("no cache", on disk too); the data
@@ -149,6 +155,50 @@ fwt=$(fsync_writes writethrough 50)
 echo writeback >"$BATTR/cache_mode"
 log "fsync: 200 in writeback (nothing on md0) made $fwb member flushes, 50 in writethrough $fwt"
 wait_clean 120
+
+# -- stripe fill: sparse dirty data goes to md0 in whole stripes -------------
+# read_sectors DEV...: sectors the devices completed reads of (diskstats)
+read_sectors() {
+	local d n=0 f
+	for d in "$@"; do
+		read -r -a f <"/sys/block/${d#/dev/}/stat"
+		n=$((n + f[2]))
+	done
+	echo "$n"
+}
+echo 0 >"$BATTR/writeback_running"
+# 1024 random 4k blocks, each once, among the 8192 of 32 MiB
+fio --output=/tmp/fio.out --eta=never --name=sparse --filename=/dev/cache0 \
+	--direct=1 --ioengine=libaio --iodepth=16 --rw=randwrite --bs=4k \
+	--offset=480m --size=32m --io_size=4m --randrepeat=1 --randseed=14 \
+	--verify=crc32c --verify_fatal=1 --verify_state_save=0 --do_verify=0 ||
+	{ cat /tmp/fio.out; fail "fio of the sparse writes failed"; }
+[ "$(dirty_sectors)" = 8192 ] ||
+	fail "1024 sparse 4k writes made $(dirty_sectors) dirty sectors"
+sparse1=$(region_sum /dev/cache0 $((480 * MB)) $((32 * MB)))
+md0=$(read_sectors md0)
+read -r -a hdds <<<"$BKC_HDDS"
+mem0=$(read_sectors "${hdds[@]}")
+start=$SECONDS
+wait_clean 120
+mdr=$(($(read_sectors md0) - md0))
+memr=$(($(read_sectors "${hdds[@]}") - mem0))
+log "sparse: 4 MiB dirty in 32 MiB drained in $((SECONDS - start)) s;" \
+	"md0 read $((mdr / 2)) KiB to fill stripes, its members $((memr / 2)) KiB"
+# the stripes were filled: md0 was read, and md itself read nothing more
+# (a partial-stripe write makes md read the rest of the stripe or the old
+# data and parity)
+[ "$mdr" -gt 0 ] || fail "md0 was not read: no stripe was filled"
+[ "$memr" -le $((mdr + mdr / 10)) ] ||
+	fail "md's members read $memr sectors for $mdr read through md0: partial-stripe writes"
+sparse2=$(region_sum /dev/md0 $((off + 480 * MB)) $((32 * MB)))
+[ "$sparse1" = "$sparse2" ] ||
+	fail "raw md0 differs from what /dev/cache0 showed after the sparse drain"
+fio --output=/tmp/fio.out --eta=never --name=sparse --filename=/dev/cache0 \
+	--direct=1 --ioengine=libaio --iodepth=16 --rw=randwrite --bs=4k \
+	--offset=480m --size=32m --io_size=4m --randrepeat=1 --randseed=14 \
+	--verify=crc32c --verify_fatal=1 --verify_state_save=0 --verify_only=1 ||
+	{ cat /tmp/fio.out; fail "the sparse writes do not verify after the drain"; }
 echo 10 >"$BATTR/writeback_percent"
 
 # -- detach with dirty data ---------------------------------------------------
