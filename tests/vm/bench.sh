@@ -18,6 +18,10 @@
 #	[256M, 384M)       hot-read region, written sequentially just before
 #	[384M, 384M+DRAIN) drain region (DRAIN <= 512M), fresh cache
 #	[1G, 2G)           1 MiB sequential writes
+#	[2G, 2G+128M)      region written by a 64k sequential stream (default
+#	                   settings), then read at random
+#	[2304M, 2304M+8*S) sparse drain region: S = DRAIN/4 of random 4k
+#	                   writes spread over it, fresh cache
 . "$BKC_REPO/tests/vm/lib.sh"
 
 CONFIGS=(raw-ssd raw-md0 bcache dm-writecache dm-cache blkcache-wb blkcache-wt)
@@ -44,7 +48,10 @@ HOT_SIZE=$((128 * MIB))
 DRAIN_OFF=$((384 * MIB))
 SEQ_OFF=$((1024 * MIB))
 SEQ_SIZE=$((1024 * MIB))
-NEED_BYTES=$((SEQ_OFF + SEQ_SIZE))
+SEQRAND_OFF=$((2048 * MIB))
+SEQRAND_SIZE=$((128 * MIB))
+SPARSE_OFF=$((2304 * MIB))
+NEED_BYTES=$((SPARSE_OFF + 1024 * MIB))
 
 # dm-cache geometry: metadata device size and cache block size (sectors).
 DMC_META_MIB=32
@@ -482,16 +489,40 @@ teardown_cfg() {
 
 # fio_run NAME ARGS...: runs one fio job on $DEV, its terse (v3) line in
 # $FIODIR; returns fio's status.
+# cpu_ticks: the guest's busy CPU time so far, all CPUs, in USER_HZ ticks
+# (user, nice, system, irq, softirq, steal of /proc/stat; not idle or
+# iowait).
+cpu_ticks() {
+	local c
+	read -r -a c </proc/stat
+	echo $((c[1] + c[2] + c[3] + c[6] + c[7] + c[8]))
+}
+
+# fio_run NAME FIO-OPTION...: one fio job on $DEV; FIO_OUT is its terse
+# output, CPU_TICKS the guest CPU time it took (all of it: fio, the block
+# layer, the cache, md, virtio).
 fio_run() {
-	local name=$1 rc=0
+	local name=$1 rc=0 t0
 	shift
 	FIO_OUT=$FIODIR/$CFG-$name.terse
+	t0=$(cpu_ticks)
 	timeout -k 10 $((RUNTIME + FILL_CAP + 300)) \
 		fio --output-format=terse --terse-version=3 --output="$FIO_OUT" --name="$name" \
 		--filename="$DEV" --direct=1 --group_reporting "$@" \
 		>"$FIODIR/$CFG-$name.log" 2>&1 || rc=$?
-	[ "$rc" = 0 ] || error "fio $name failed (status $rc): $(tail -n 3 "$FIODIR/$CFG-$name.log" | tr '\n' ' ')"
+	CPU_TICKS=$(($(cpu_ticks) - t0))
+	[ "$rc" = 0 ] || error "fio $name failed (status $rc): $(tail -n 3 "$FIO_OUT.log" 2>/dev/null | tr '\n' ' ')"
 	return "$rc"
+}
+
+# cpu_per_io: guest CPU microseconds per 4k I/O of the last fio_run (its
+# KiB read and written / 4), with one decimal.
+cpu_per_io() {
+	local kib
+	kib=$(fio_field 1 6 47)
+	[ "$kib" -gt 0 ] || { echo n/a; return; }
+	# a tick is 10 ms (USER_HZ 100): 10^4 us, times 4 KiB per I/O
+	awk -v t="$CPU_TICKS" -v k="$kib" 'BEGIN { printf "%.1f\n", t * 10000 * 4 / k }'
 }
 
 # fio_field DIV FIELD...: the sum of the FIELDs of the last job's terse
@@ -517,6 +548,7 @@ job_rand() {
 	if fio_run "$metric" --ioengine=libaio --bs=4k --offset=$RAND_OFF --size=$RAND_SIZE \
 		--time_based --runtime="$RUNTIME" "$@"; then
 		put "$metric" "$(iops)"
+		[ "$metric" != randwrite ] || put cpu_randwrite "$(cpu_per_io)"
 	else
 		put "$metric" n/a "fio failed"
 	fi
@@ -554,8 +586,26 @@ job_hot() {
 	if fio_run hotread --ioengine=libaio --rw=randread --bs=4k --iodepth=8 \
 		--offset=$HOT_OFF --size=$HOT_SIZE --time_based --runtime="$RUNTIME"; then
 		put hotread "$(iops)" "${old:+sequential_cutoff 0 while writing it}"
+		put cpu_hotread "$(cpu_per_io)"
 	else
 		put hotread n/a "fio failed"
+	fi
+}
+
+# A region written by one 64k sequential stream with default settings
+# (a cache may bypass it), then read at random: how fast the cache serves
+# data written that way, by promotion or by not bypassing it.
+job_seqrand() {
+	if ! fio_run seqrandprep --ioengine=psync --rw=write --bs=64k \
+		--offset=$SEQRAND_OFF --size=$SEQRAND_SIZE; then
+		put seqrand n/a "preparing write failed"
+		return
+	fi
+	if fio_run seqrand --ioengine=libaio --rw=randread --bs=4k --iodepth=8 \
+		--offset=$SEQRAND_OFF --size=$SEQRAND_SIZE --time_based --runtime="$RUNTIME"; then
+		put seqrand "$(iops)"
+	else
+		put seqrand n/a "fio failed"
 	fi
 }
 
@@ -618,33 +668,36 @@ job_seq() {
 	fi
 }
 
-# The drain: on a freshly set up cache, 4k random writes cover the drain
-# region exactly once (fio's random map), capped at FILL_CAP s; then time
-# until the cache reports no dirty data, capped at DRAIN_CAP s.
+# job_drain NAME OFFSET SPAN_MIB MIB: on a freshly set up cache, MIB of 4k
+# random writes over SPAN_MIB from OFFSET, each block at most once (fio's
+# random map; MIB = SPAN_MIB covers it exactly), capped at FILL_CAP s;
+# then the time until the cache reports no dirty data, capped at
+# DRAIN_CAP s.  Figures NAME_s, NAME_dirty_mib, NAME_fill_mib.
 job_drain() {
-	local written d0 t0 t d
+	local name=$1 off=$2 span=$3 mib=$4 written d0 t0 t d
 	DRAIN_NA=
 	DRAIN_PID=
 	if ! drain_prepare; then
-		put drain_s n/a "$DRAIN_NA"
+		put "${name}_s" n/a "$DRAIN_NA"
 		return
 	fi
-	if ! fio_run fill --ioengine=libaio --rw=randwrite --bs=4k --iodepth=16 \
-		--offset=$DRAIN_OFF --size=$((DRAIN_MIB * MIB)) --runtime="$FILL_CAP"; then
-		put drain_s n/a "fill failed"
+	if ! fio_run "$name-fill" --ioengine=libaio --rw=randwrite --bs=4k --iodepth=16 \
+		--offset="$off" --size=$((span * MIB)) --io_size=$((mib * MIB)) \
+		--runtime="$FILL_CAP"; then
+		put "${name}_s" n/a "fill failed"
 		return
 	fi
 	written=$(fio_field 1024 47)
 	d0=$(dirty_mib)
-	put fill_mib "$written" \
+	put "${name}_fill_mib" "$written" \
 		"$(fio_field 1000 50)s at $(fio_field 1 49) IOPS"
-	put drain_dirty_mib "$d0"
+	put "${name}_dirty_mib" "$d0"
 	if [ "$d0" = n/a ]; then
-		put drain_s n/a "dirty data cannot be read"
+		put "${name}_s" n/a "dirty data cannot be read"
 		return
 	fi
 	if [ "$d0" = 0 ] && dirty_zero; then
-		put drain_s n/a "no dirty data after the fill"
+		put "${name}_s" n/a "no dirty data after the fill"
 		return
 	fi
 	drain_start
@@ -653,14 +706,25 @@ job_drain() {
 		t=$(secs_since "$t0")
 		if [ "${t%.*}" -ge "$DRAIN_CAP" ]; then
 			d=$(dirty_mib)
-			put drain_s ">$DRAIN_CAP" "$d MiB still dirty"
+			put "${name}_s" ">$DRAIN_CAP" "$d MiB still dirty"
 			drain_wait_pid
 			return
 		fi
 		sleep 1
 	done
-	put drain_s "$(secs_since "$t0")"
+	put "${name}_s" "$(secs_since "$t0")"
 	drain_wait_pid
+}
+
+# fresh_setup: the configuration torn down and set up again (a cache with
+# nothing in it), for a drain.
+fresh_setup() {
+	teardown_cfg
+	teardown_all
+	log "$CFG: fresh setup for $1"
+	INFO_OFF=1
+	"setup_$CFG"
+	INFO_OFF=
 }
 
 # drain_wait_pid: a drain command still running (dm-writecache's flush
@@ -710,22 +774,24 @@ run_config() {
 	job_rand fsync1 --ioengine=psync --rw=randwrite --fsync=1 --numjobs=1
 	job_rand fsync8 --ioengine=psync --rw=randwrite --fsync=1 --numjobs=8
 	job_hot
+	job_seqrand
 	job_latency
 	job_seq
 	save_stats "the jobs"
 	if has_drain; then
-		teardown_cfg
-		teardown_all
-		log "$CFG: fresh setup for the drain"
-		INFO_OFF=1
-		"setup_$CFG"
-		INFO_OFF=
-		job_drain
+		fresh_setup "the drain"
+		job_drain drain "$DRAIN_OFF" "$DRAIN_MIB" "$DRAIN_MIB"
 		save_stats "the drain"
+		# the issue 9 case: sparse dirty data (one 4k block in 8)
+		fresh_setup "the sparse drain"
+		job_drain sparse "$SPARSE_OFF" $((DRAIN_MIB * 2)) $((DRAIN_MIB / 4))
+		save_stats "the sparse drain"
 	elif [ "${CFG#raw}" != "$CFG" ]; then
 		put drain_s n/a "no cache"
+		put sparse_s n/a "no cache"
 	else
 		put drain_s n/a "writethrough keeps no dirty data"
+		put sparse_s n/a "writethrough keeps no dirty data"
 	fi
 	teardown_cfg
 }
