@@ -4,7 +4,8 @@
  * used bucket, FIFO evicts in fill order, random is close to uniform
  * (chi-square), all three respect the btree and meta reserves and never
  * evict dirty or open buckets, the policy switches at runtime, and the
- * generation window (C6) blocks reuse until GC has run.
+ * generation window (C6) blocks reuse until GC has run, and enough
+ * buckets may be in flight for 32 writes of 1 MiB.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,6 +296,40 @@ static void test_gen_window(void)
 	bkc_alloc_exit(&a);
 }
 
+/*
+ * Buckets handed out but not yet inserted stay pinned: a queue of 32
+ * 1 MiB writes in flight holds 64 buckets of 512 KiB, and one more may be
+ * open per write point.  All of them are allowed; the one past
+ * BKC_OPEN_MAX waits (-EAGAIN) until an insert releases one.
+ */
+static void test_pinned(void)
+{
+	struct bkc_geom g = geom;
+	struct bkc_alloc a;
+	u64 b[BKC_OPEN_MAX], x;
+	u32 i, off, got;
+	u8 gen;
+
+	CHECK(BKC_OPEN_MAX >= 64 + BKC_WP_NR);
+	g.nbuckets = 4 * BKC_OPEN_MAX;
+	REQUIRE(bkc_alloc_init(&a, &g, 4, BKC_REPL_LRU, 1) == 0);
+	bkc_alloc_format(&a);
+	for (i = 0; i < BKC_OPEN_MAX; i++) {
+		REQUIRE(bkc_alloc_data(&a, i % BKC_WP_NR, g.bucket_sectors, &b[i],
+				       &off, &got, &gen) == 0);
+		CHECK_EQ(got, g.bucket_sectors);
+	}
+	CHECK_EQ(bkc_alloc_data(&a, 0, g.bucket_sectors, &x, &off, &got, &gen),
+		 -EAGAIN);
+	bkc_alloc_data_put(&a, b[0]);
+	CHECK_EQ(bkc_alloc_data(&a, 0, g.bucket_sectors, &x, &off, &got, &gen),
+		 0);
+	bkc_alloc_data_put(&a, x);
+	for (i = 1; i < BKC_OPEN_MAX; i++)
+		bkc_alloc_data_put(&a, b[i]);
+	bkc_alloc_exit(&a);
+}
+
 int main(void)
 {
 	test_lru();
@@ -305,5 +340,6 @@ int main(void)
 	test_reserves(BKC_REPL_RANDOM);
 	test_switch();
 	test_gen_window();
+	test_pinned();
 	return tcheck_done("test_policy");
 }

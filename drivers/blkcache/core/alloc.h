@@ -21,7 +21,7 @@
 #define BKC_GEN_WINDOW		128	/* GC wanted beyond this */
 #define BKC_GEN_LIMIT		255	/* never bump beyond this */
 #define BKC_WP_NR		4	/* data write points */
-#define BKC_OPEN_MAX		32	/* data buckets open or still pinned */
+#define BKC_OPEN_MAX		128	/* data buckets open or pinned: QD32 x 1M of 512k, and more */
 
 enum bkc_bucket_type {
 	BKC_BUCKET_FREE		= 0,	/* no live data */
