@@ -58,6 +58,7 @@
 #define BKC_MINORS_SHIFT	4
 #define BKC_MINORS		(1 << BKC_MINORS_SHIFT)
 #define BKC_SEQUENTIAL_CUTOFF	(4ULL << 20)
+#define BKC_BYPASSED_NR		8	/* bypassed write streams remembered */
 
 /* Promotion safety: per-granule write epochs (see request.c). */
 #define BKC_EPOCH_SHIFT		7		/* 64 KiB granules */
@@ -220,6 +221,11 @@ struct bkc_backing {
 	/* request path */
 	spinlock_t		seq_lock;
 	struct bkc_seq		seq;
+	/* write streams bypassed lately (under seq_lock; request.c) */
+	struct bkc_span {
+		u64		start, end;	/* cacheN sectors */
+	}			bypassed[BKC_BYPASSED_NR];
+	u32			bypassed_next;
 	u64			sequential_cutoff;	/* bytes; 0: off */
 	struct bkc_statset	st;		/* cache/stats_* */
 	struct mutex		sb_io;		/* every backing sb write */

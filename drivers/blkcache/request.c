@@ -32,6 +32,14 @@
  * 64 KiB granules since then and none is in flight, so a promotion can
  * never bury newer data under older.
  *
+ * Read-around: the device remembers the last few write streams it
+ * bypassed as sequential.  A promoted read miss inside one also reads,
+ * in the background, the 512 KiB around it (aligned, within the stream),
+ * and promotes what of it the cache holds nothing of (up to 8 holes), so
+ * data written as a stream and then read at random is served from the
+ * cache after a fraction of the misses one block at a time would take.
+ * The same epoch check covers the whole range.
+ *
  * Writes that drop or overwrite dirty data of a range (writethrough,
  * writearound and bypassed writes over dirty keys) apply only after the
  * backing device has been flushed (bkc_bflush_work()): a journal entry
@@ -55,6 +63,8 @@
 #define BKC_SEG_FLUSH		0xfffe	/* the backing device flush of a PREFLUSH */
 #define BKC_PROMOTE_MAX		64	/* promotions in flight per set */
 #define BKC_PROMOTE_MAX_BYTES	(512U << 10)
+#define BKC_RA_SECTORS		1024	/* read-around: 512 KiB */
+#define BKC_RA_HOLES		8	/* pieces of it promoted, at most */
 #define BKC_SEQ_TIMEOUT		(2 * HZ)
 #define BKC_DIRTY_FULL_PCT	95
 #define BKC_INVAL_SHIFT		12	/* invalidations in 2 MiB pieces */
@@ -157,6 +167,12 @@ struct bkc_promo {
 	u64			lba;
 	u32			len;
 	u64			epoch;
+	bool			readaround;
+	/* what of [lba, lba + len) is promoted, in sectors from lba */
+	u32			nholes;
+	struct {
+		u32		off, len;
+	}			hole[BKC_RA_HOLES];
 	u32			nr_pages;
 	struct page		*pages[];
 };
@@ -173,6 +189,7 @@ static void bkc_passthrough(struct bkc_req *r);
 static void bkc_promo_copy_out(struct bkc_req *r, struct bkc_seg *seg);
 static void bkc_promo_drop_all(struct bkc_req *r);
 static bool bkc_promo_read(struct bkc_req *r, u32 segno);
+static void bkc_readaround(struct bkc_req *r);
 
 unsigned int bkc_bio_front_pad(void)
 {
@@ -624,6 +641,9 @@ static void bkc_read(struct bkc_req *r)
 				       r->epoch))
 			r->flags |= RQ_PROMOTE;
 	}
+	/* its own copy is promoted too: the miss may not be in a hole taken */
+	if ((r->flags & RQ_PROMOTE) && r->nseg == 1)
+		bkc_readaround(r);
 
 	atomic_set(&r->pending, r->nseg + 1);
 	for (i = 0; i < r->nseg; i++) {
@@ -700,35 +720,35 @@ static int bkc_promo_write(struct bkc_promo *p, u32 from, u32 len,
 	return r;
 }
 
-static void bkc_promo_work(struct work_struct *work)
+/*
+ * Copy sectors [@off, @off + @len) of @p into the cache and insert them.
+ * 0 when done, 1 when a write to @p's range came first (nothing more of
+ * it may be inserted), or -errno.
+ */
+static int bkc_promo_fill(struct bkc_promo *p, u32 off, u32 len)
 {
-	struct bkc_promo *p = container_of(work, struct bkc_promo, work);
 	struct bkc_set *set = p->set;
 	struct bkc_core *c = set->core;
 	struct bkc_pins pins = {};
 	struct bkc_seg ext[8];
 	u32 n = 0, done = 0, i, tries = 0;
+	u64 seq, lba = p->lba + off;
 	struct bkc_key k;
-	u64 seq;
 	int r = 0;
 
-	if (bkc_set_failed(set)) {
-		bkc_promo_free(p);
-		return;
-	}
 	/* space for the copy, in as many extents as the allocator gives */
-	while (done < p->len && n < ARRAY_SIZE(ext)) {
+	while (done < len && n < ARRAY_SIZE(ext)) {
 		bkc_set_lock(set);
-		r = bkc_core_alloc_data(c, BKC_WP_CLEAN, p->len - done,
+		r = bkc_core_alloc_data(c, BKC_WP_CLEAN, len - done,
 					&ext[n].bucket, &ext[n].off,
 					&ext[n].len, &ext[n].gen);
 		bkc_set_unlock(set);
 		if (r)
 			break;
-		ext[n].lba = p->lba + done;
+		ext[n].lba = lba + done;
 		done += ext[n++].len;
 	}
-	if (done < p->len)
+	if (done < len)
 		r = -ENOSPC;
 	for (i = 0; i < n && !r; i++)
 		r = bkc_promo_write(p, (u32)(ext[i].lba - p->lba), ext[i].len,
@@ -737,8 +757,8 @@ static void bkc_promo_work(struct work_struct *work)
 
 	/* the leaves first: no node is read with the lock held for writing */
 	if (!r)
-		r = bkc_pins_get(set, &pins, bkc_pos(p->b->dev_id, p->lba),
-				 bkc_pos(p->b->dev_id, p->lba + p->len));
+		r = bkc_pins_get(set, &pins, bkc_pos(p->b->dev_id, lba),
+				 bkc_pos(p->b->dev_id, lba + len));
 	bkc_set_lock(set);
 	i = 0;
 	while (!r && i < n &&
@@ -762,27 +782,47 @@ static void bkc_promo_work(struct work_struct *work)
 	}
 	if (i)
 		bkc_meta_note_record(set);
-	if (!r && n && i == n) {
-		bkc_stat_add(&p->b->st, BKC_STAT_PROMOTIONS, 1);
-		bkc_stat_add(&set->st, BKC_STAT_PROMOTIONS, 1);
-	} else if (!r && i < n) {
-		/* a write to the range came first: its data wins */
-		bkc_stat_add(&p->b->st, BKC_STAT_MISS_COLLISIONS, 1);
-		bkc_stat_add(&set->st, BKC_STAT_MISS_COLLISIONS, 1);
-	}
+	/* a write to the range came first: its data wins */
+	if (!r && i < n)
+		r = 1;
 	for (i = 0; i < n; i++)
 		bkc_core_data_put(c, ext[i].bucket);
 	bkc_set_unlock(set);
 	bkc_pins_put(set, &pins);
+	return r;
+}
+
+static void bkc_promo_work(struct work_struct *work)
+{
+	struct bkc_promo *p = container_of(work, struct bkc_promo, work);
+	struct bkc_set *set = p->set;
+	int r = 0;
+	u32 h;
+
+	if (bkc_set_failed(set)) {
+		bkc_promo_free(p);
+		return;
+	}
+	for (h = 0; h < p->nholes && !r; h++)
+		r = bkc_promo_fill(p, p->hole[h].off, p->hole[h].len);
+	if (!r) {
+		enum bkc_stat st = p->readaround ? BKC_STAT_READAROUNDS :
+			BKC_STAT_PROMOTIONS;
+
+		bkc_stat_add(&p->b->st, st, 1);
+		bkc_stat_add(&set->st, st, 1);
+	} else if (r == 1) {
+		bkc_stat_add(&p->b->st, BKC_STAT_MISS_COLLISIONS, 1);
+		bkc_stat_add(&set->st, BKC_STAT_MISS_COLLISIONS, 1);
+	}
 	bkc_promo_free(p);
 }
 
-/* The pages for a promotion of segment @seg of @r, or NULL. */
-static struct bkc_promo *bkc_promo_alloc(struct bkc_req *r,
-					 struct bkc_seg *seg)
+/* The pages for a promotion of [@lba, @lba + @len) for @r, or NULL. */
+static struct bkc_promo *bkc_promo_alloc(struct bkc_req *r, u64 lba, u32 len)
 {
 	struct bkc_set *set = r->set;
-	u32 npg = DIV_ROUND_UP(seg->len << SECTOR_SHIFT, PAGE_SIZE), j;
+	u32 npg = DIV_ROUND_UP(len << SECTOR_SHIFT, PAGE_SIZE), j;
 	struct bkc_promo *p;
 
 	if (atomic_inc_return(&set->promotes) > BKC_PROMOTE_MAX) {
@@ -807,9 +847,13 @@ static struct bkc_promo *bkc_promo_alloc(struct bkc_req *r,
 		bkc_promo_free(p);
 		return NULL;
 	}
-	p->lba = seg->lba;
-	p->len = seg->len;
+	p->lba = lba;
+	p->len = len;
 	p->epoch = r->epoch;
+	p->readaround = false;
+	p->nholes = 1;
+	p->hole[0].off = 0;
+	p->hole[0].len = len;
 	return p;
 }
 
@@ -829,7 +873,7 @@ static bool bkc_promo_read(struct bkc_req *r, u32 segno)
 
 	if (bytes > BKC_PROMOTE_MAX_BYTES)
 		return false;
-	p = bkc_promo_alloc(r, seg);
+	p = bkc_promo_alloc(r, seg->lba, seg->len);
 	if (!p)
 		return false;
 	seg->promo = p;
@@ -915,6 +959,133 @@ static void bkc_promote(struct bkc_req *r)
 	}
 }
 
+/* ---- read-around of bypassed write streams ---- */
+
+/* Remember a write that bypassed the cache as part of a stream. */
+static void bkc_note_bypassed(struct bkc_backing *b, u64 lba, u32 len)
+{
+	struct bkc_span *sp;
+	u32 i;
+
+	spin_lock(&b->seq_lock);
+	for (i = 0; i < BKC_BYPASSED_NR; i++) {
+		sp = &b->bypassed[i];
+		if (sp->end == lba && sp->start < sp->end) {
+			sp->end = lba + len;
+			goto out;
+		}
+	}
+	sp = &b->bypassed[b->bypassed_next++ % BKC_BYPASSED_NR];
+	sp->start = lba;
+	sp->end = lba + len;
+out:
+	spin_unlock(&b->seq_lock);
+}
+
+struct bkc_ra_holes {
+	struct bkc_promo	*p;
+	u32			n;
+};
+
+static int bkc_ra_hole(void *arg, const struct bkc_key *k, u64 pos, u32 len)
+{
+	struct bkc_ra_holes *h = arg;
+	struct bkc_promo *p = h->p;
+
+	if (k)
+		return 0;
+	if (h->n == BKC_RA_HOLES)
+		return 1;
+	p->hole[h->n].off = (u32)(bkc_pos_lba(pos) - p->lba);
+	p->hole[h->n++].len = len;
+	return 0;
+}
+
+static void bkc_ra_endio(struct bio *bio)
+{
+	struct bkc_promo *p = bio->bi_private;
+	blk_status_t st = bio->bi_status;
+
+	bio_put(bio);
+	if (st) {
+		bkc_promo_free(p);
+		return;
+	}
+	INIT_WORK(&p->work, bkc_promo_work);
+	queue_work(p->set->wq, &p->work);
+}
+
+/*
+ * @r is a promoted miss: if it lies in a write stream that bypassed the
+ * cache, read the 512 KiB around it too and promote what the cache holds
+ * nothing of, if that is more than the miss itself.  Best effort: no
+ * pages, too many promotions in flight or a node not in memory, and
+ * nothing happens.
+ */
+static void bkc_readaround(struct bkc_req *r)
+{
+	struct bkc_backing *b = r->b;
+	struct bkc_set *set = r->set;
+	u64 lba = r->lba, end = lba + r->sectors, s = 0, e = 0, a;
+	struct bkc_ra_holes h = {};
+	struct bkc_promo *p;
+	struct bio *bio;
+	u32 i, left;
+	int ret;
+
+	if (atomic_read(&set->promotes) >= BKC_PROMOTE_MAX / 4)
+		return;
+	a = round_down(lba, BKC_RA_SECTORS);
+	spin_lock(&b->seq_lock);
+	for (i = 0; i < BKC_BYPASSED_NR; i++) {
+		struct bkc_span *sp = &b->bypassed[i];
+
+		if (sp->start <= lba && end <= sp->end) {
+			s = max(sp->start, a);
+			e = min(sp->end, a + BKC_RA_SECTORS);
+			break;
+		}
+	}
+	spin_unlock(&b->seq_lock);
+	e = min_t(u64, e, get_capacity(b->disk));
+	if (e <= s || e - s <= r->sectors ||
+	    bkc_epoch_dirtied(set, b->dev_id, s, e - s, r->epoch))
+		return;
+	p = bkc_promo_alloc(r, s, e - s);
+	if (!p)
+		return;
+	p->readaround = true;
+	/* the holes: what the cache holds nothing of */
+	h.p = p;
+	down_read(&set->lock);
+	ret = bkc_core_lookup(set->core, b->dev_id, s, e - s, bkc_ra_hole, &h);
+	up_read(&set->lock);
+	p->nholes = h.n;
+	for (i = 0, left = 0; i < h.n; i++)
+		left += p->hole[i].len;
+	/* nothing to gain beyond the miss's own promotion */
+	if (ret < 0 || left <= r->sectors) {
+		bkc_promo_free(p);
+		return;
+	}
+	bio = bio_alloc(b->dev.bdev, p->nr_pages, REQ_OP_READ,
+			GFP_NOWAIT | __GFP_NOWARN);
+	if (!bio) {
+		bkc_promo_free(p);
+		return;
+	}
+	bio->bi_iter.bi_sector = s + b->data_start;
+	bio->bi_private = p;
+	bio->bi_end_io = bkc_ra_endio;
+	for (i = 0, left = p->len << SECTOR_SHIFT; left; i++) {
+		u32 n = min_t(u32, left, PAGE_SIZE);
+
+		__bio_add_page(bio, p->pages[i], n, 0);
+		left -= n;
+	}
+	submit_bio_noacct(bio);
+}
+
 /* ---- writes ---- */
 
 /* Space in the cache for the whole request, as up to BKC_SEGS extents. */
@@ -996,6 +1167,8 @@ static void bkc_write(struct bkc_req *r)
 		why = BKC_WHY_FULL;
 	else if (bkc_sequential(b, r->bio))
 		why = BKC_WHY_SEQUENTIAL;
+	if (why == BKC_WHY_SEQUENTIAL)
+		bkc_note_bypassed(b, r->lba, r->sectors);
 	bypass = why != BKC_WHY_NONE;
 	if (!bypass && mode == BKC_MODE_WRITEBACK) {
 		atomic_inc(&b->wb.wb_writes);

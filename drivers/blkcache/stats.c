@@ -116,6 +116,7 @@ BKC_STAT_ATTR(cache_miss_collisions, BKC_STAT_MISS_COLLISIONS);
 BKC_STAT_ATTR(cache_write_hits, BKC_STAT_WRITE_HITS);
 BKC_STAT_ATTR(cache_write_misses, BKC_STAT_WRITE_MISSES);
 BKC_STAT_ATTR(promotions, BKC_STAT_PROMOTIONS);
+BKC_STAT_ATTR(readarounds, BKC_STAT_READAROUNDS);
 
 static ssize_t cache_hit_ratio_show(struct kobject *kobj,
 				    struct kobj_attribute *attr, char *buf)
@@ -151,6 +152,7 @@ static struct attribute *bkc_statdir_attrs[] = {
 	&bkc_attr_cache_write_hits.attr,
 	&bkc_attr_cache_write_misses.attr,
 	&bkc_attr_promotions.attr,
+	&bkc_attr_readarounds.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(bkc_statdir);

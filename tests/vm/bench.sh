@@ -592,6 +592,43 @@ job_hot() {
 	fi
 }
 
+# p999: the 99.9th percentile of the write completion latency of the
+# last fio_run (run with --percentile_list=99.9), in us.
+p999() {
+	awk -F';' '$1 == 3 { split($59, a, "="); printf "%.0f\n", a[2] }' "$FIO_OUT"
+}
+
+# GC latency: 4k random writes QD8, their p99.9 without and then with a
+# GC pass asked for every 0.2 s (trigger_gc), for the caches that have it.
+job_gclat() {
+	local gc='' p0 pid
+	case $CFG in
+	blkcache-*) gc=/sys/fs/blkcache/$SET_UUID/trigger_gc ;;
+	bcache) gc=$(echo /sys/fs/bcache/*-*-*-*-*/internal/trigger_gc) ;;
+	*) return 0 ;;
+	esac
+	if [ ! -w "$gc" ]; then
+		put p999_gc n/a "no trigger_gc"
+		return
+	fi
+	fio_run p999_nogc --ioengine=libaio --rw=randwrite --bs=4k --iodepth=8 \
+		--offset=$RAND_OFF --size=$RAND_SIZE --time_based --runtime="$RUNTIME" \
+		--percentile_list=99.9 || { put p999_gc n/a "fio failed"; return; }
+	p0=$(p999)
+	(while :; do echo 1 >"$gc"; sleep 0.2; done) &
+	pid=$!
+	if fio_run p999_gc --ioengine=libaio --rw=randwrite --bs=4k --iodepth=8 \
+		--offset=$RAND_OFF --size=$RAND_SIZE --time_based --runtime="$RUNTIME" \
+		--percentile_list=99.9; then
+		put p999_nogc "$p0"
+		put p999_gc "$(p999)"
+	else
+		put p999_gc n/a "fio failed"
+	fi
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
 # A region written by one 64k sequential stream with default settings
 # (a cache may bypass it), then read at random: how fast the cache serves
 # data written that way, by promotion or by not bypassing it.
@@ -775,6 +812,7 @@ run_config() {
 	job_rand fsync8 --ioengine=psync --rw=randwrite --fsync=1 --numjobs=8
 	job_hot
 	job_seqrand
+	job_gclat
 	job_latency
 	job_seq
 	save_stats "the jobs"

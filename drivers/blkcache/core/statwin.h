@@ -31,6 +31,7 @@ enum bkc_stat {
 	BKC_STAT_WRITE_HITS,		/* cached writes over cached data */
 	BKC_STAT_WRITE_MISSES,		/* cached writes over uncached data */
 	BKC_STAT_PROMOTIONS,		/* read misses copied into the cache */
+	BKC_STAT_READAROUNDS,		/* 512 KiB around such a miss, too */
 	BKC_STAT_NR,
 };
 
