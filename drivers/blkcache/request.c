@@ -170,7 +170,7 @@ struct bkc_promo {
 	bool			readaround;
 	/* what of [lba, lba + len) is promoted, in sectors from lba */
 	u32			nholes;
-	struct {
+	struct bkc_hole {
 		u32		off, len;
 	}			hole[BKC_RA_HOLES];
 	u32			nr_pages;
@@ -975,7 +975,9 @@ static void bkc_note_bypassed(struct bkc_backing *b, u64 lba, u32 len)
 			goto out;
 		}
 	}
-	sp = &b->bypassed[b->bypassed_next++ % BKC_BYPASSED_NR];
+	sp = &b->bypassed[b->bypassed_next % BKC_BYPASSED_NR];
+	/* bkc_readaround() peeks at it without the lock */
+	WRITE_ONCE(b->bypassed_next, b->bypassed_next + 1);
 	sp->start = lba;
 	sp->end = lba + len;
 out:
@@ -983,21 +985,22 @@ out:
 }
 
 struct bkc_ra_holes {
-	struct bkc_promo	*p;
-	u32			n;
+	u64			base;	/* sector the offsets count from */
+	u32			n, sectors;
+	struct bkc_hole		hole[BKC_RA_HOLES];
 };
 
 static int bkc_ra_hole(void *arg, const struct bkc_key *k, u64 pos, u32 len)
 {
 	struct bkc_ra_holes *h = arg;
-	struct bkc_promo *p = h->p;
 
 	if (k)
 		return 0;
 	if (h->n == BKC_RA_HOLES)
 		return 1;
-	p->hole[h->n].off = (u32)(bkc_pos_lba(pos) - p->lba);
-	p->hole[h->n++].len = len;
+	h->hole[h->n].off = (u32)(bkc_pos_lba(pos) - h->base);
+	h->hole[h->n++].len = len;
+	h->sectors += len;
 	return 0;
 }
 
@@ -1033,7 +1036,9 @@ static void bkc_readaround(struct bkc_req *r)
 	u32 i, left;
 	int ret;
 
-	if (atomic_read(&set->promotes) >= BKC_PROMOTE_MAX / 4)
+	/* lockless: a stream noted meanwhile is only found by the next miss */
+	if (!READ_ONCE(b->bypassed_next) ||
+	    atomic_read(&set->promotes) >= BKC_PROMOTE_MAX / 4)
 		return;
 	a = round_down(lba, BKC_RA_SECTORS);
 	spin_lock(&b->seq_lock);
@@ -1051,23 +1056,20 @@ static void bkc_readaround(struct bkc_req *r)
 	if (e <= s || e - s <= r->sectors ||
 	    bkc_epoch_dirtied(set, b->dev_id, s, e - s, r->epoch))
 		return;
+	/* the holes: what the cache holds nothing of */
+	h.base = s;
+	down_read(&set->lock);
+	ret = bkc_core_lookup(set->core, b->dev_id, s, e - s, bkc_ra_hole, &h);
+	up_read(&set->lock);
+	/* nothing to gain beyond the miss's own promotion */
+	if (ret < 0 || h.sectors <= r->sectors)
+		return;
 	p = bkc_promo_alloc(r, s, e - s);
 	if (!p)
 		return;
 	p->readaround = true;
-	/* the holes: what the cache holds nothing of */
-	h.p = p;
-	down_read(&set->lock);
-	ret = bkc_core_lookup(set->core, b->dev_id, s, e - s, bkc_ra_hole, &h);
-	up_read(&set->lock);
 	p->nholes = h.n;
-	for (i = 0, left = 0; i < h.n; i++)
-		left += p->hole[i].len;
-	/* nothing to gain beyond the miss's own promotion */
-	if (ret < 0 || left <= r->sectors) {
-		bkc_promo_free(p);
-		return;
-	}
+	memcpy(p->hole, h.hole, sizeof(p->hole));
 	bio = bio_alloc(b->dev.bdev, p->nr_pages, REQ_OP_READ,
 			GFP_NOWAIT | __GFP_NOWARN);
 	if (!bio) {

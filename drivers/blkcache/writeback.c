@@ -186,13 +186,15 @@ static int bkc_wb_collect(void *arg, const struct bkc_key *k)
 	return 0;
 }
 
-/* Stripe-aligned batch range starting at or after @from, or false. */
+/*
+ * Stripe-aligned batch range starting at or after @from, or false; @fill
+ * is the stripe when partly dirty stripes are filled (bkc_wb_fill_stripe).
+ */
 static bool bkc_wb_pick_range(struct bkc_backing *b, struct bkc_wb_ctx *x,
-			      u64 from, u64 *start, u64 *end)
+			      u64 from, u64 fill, u64 *start, u64 *end)
 {
 	struct bkc_set *set = b->set;
 	u64 stripe = bdev_io_opt(b->dev.bdev) >> SECTOR_SHIFT;
-	bool fill = bkc_wb_fill_stripe(b);
 	u64 bytes = 0, e, filled = 0;
 	int n, i;
 
@@ -406,7 +408,7 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	long r;
 
 	x->nkeys = 0;
-	if (!bkc_wb_pick_range(b, x, from, &start, &end))
+	if (!bkc_wb_pick_range(b, x, from, stripe, &start, &end))
 		return 0;
 	*next = end;
 
