@@ -63,8 +63,8 @@
 #define BKC_SEG_FLUSH		0xfffe	/* the backing device flush of a PREFLUSH */
 #define BKC_PROMOTE_MAX		64	/* promotions in flight per set */
 #define BKC_PROMOTE_MAX_BYTES	(512U << 10)
-#define BKC_RA_SECTORS		1024	/* read-around: 512 KiB */
-#define BKC_RA_HOLES		8	/* pieces of it promoted, at most */
+#define BKC_RA_SECTORS		2048	/* read-around: 1 MiB, one bio */
+#define BKC_RA_HOLES		16	/* pieces of it promoted, at most */
 #define BKC_SEQ_TIMEOUT		(2 * HZ)
 #define BKC_DIRTY_FULL_PCT	95
 #define BKC_INVAL_SHIFT		12	/* invalidations in 2 MiB pieces */
@@ -641,7 +641,7 @@ static void bkc_read(struct bkc_req *r)
 				       r->epoch))
 			r->flags |= RQ_PROMOTE;
 	}
-	/* its own copy is promoted too: the miss may not be in a hole taken */
+	/* the miss is promoted on its own; a read-around takes what is around */
 	if ((r->flags & RQ_PROMOTE) && r->nseg == 1)
 		bkc_readaround(r);
 
@@ -986,22 +986,34 @@ out:
 
 struct bkc_ra_holes {
 	u64			base;	/* sector the offsets count from */
+	u64			miss, miss_end;	/* promoted on its own */
 	u32			n, sectors;
 	struct bkc_hole		hole[BKC_RA_HOLES];
 };
 
-static int bkc_ra_hole(void *arg, const struct bkc_key *k, u64 pos, u32 len)
+/* Note hole [@s, @e) if not empty; 1 once there is no room for it. */
+static int bkc_ra_add(struct bkc_ra_holes *h, u64 s, u64 e)
 {
-	struct bkc_ra_holes *h = arg;
-
-	if (k)
+	if (s >= e)
 		return 0;
 	if (h->n == BKC_RA_HOLES)
 		return 1;
-	h->hole[h->n].off = (u32)(bkc_pos_lba(pos) - h->base);
-	h->hole[h->n++].len = len;
-	h->sectors += len;
+	h->hole[h->n].off = (u32)(s - h->base);
+	h->hole[h->n++].len = (u32)(e - s);
+	h->sectors += (u32)(e - s);
 	return 0;
+}
+
+/* An unmapped piece of the read-around, less the miss itself. */
+static int bkc_ra_hole(void *arg, const struct bkc_key *k, u64 pos, u32 len)
+{
+	struct bkc_ra_holes *h = arg;
+	u64 s = bkc_pos_lba(pos), e = s + len;
+
+	if (k)
+		return 0;
+	return bkc_ra_add(h, s, min(e, h->miss)) ?:
+		bkc_ra_add(h, max(s, h->miss_end), e);
 }
 
 static void bkc_ra_endio(struct bio *bio)
@@ -1020,10 +1032,10 @@ static void bkc_ra_endio(struct bio *bio)
 
 /*
  * @r is a promoted miss: if it lies in a write stream that bypassed the
- * cache, read the 512 KiB around it too and promote what the cache holds
- * nothing of, if that is more than the miss itself.  Best effort: no
- * pages, too many promotions in flight or a node not in memory, and
- * nothing happens.
+ * cache, read the 1 MiB around it too and promote what the cache holds
+ * nothing of but the miss (promoted on its own), if that is more than
+ * the miss itself.  Best effort: no pages, too many promotions in flight
+ * or a node not in memory, and nothing happens.
  */
 static void bkc_readaround(struct bkc_req *r)
 {
@@ -1058,6 +1070,8 @@ static void bkc_readaround(struct bkc_req *r)
 		return;
 	/* the holes: what the cache holds nothing of */
 	h.base = s;
+	h.miss = lba;
+	h.miss_end = end;
 	down_read(&set->lock);
 	ret = bkc_core_lookup(set->core, b->dev_id, s, e - s, bkc_ra_hole, &h);
 	up_read(&set->lock);

@@ -281,7 +281,7 @@ log "trace: $n_hit read hits, $n_wr cached writes, $n_commit commits, $n_wb writ
 # -- issue 9: read-around of a bypassed write stream -------------------------
 # 16 MiB written by one 64k stream: the first 4 MiB (sequential_cutoff)
 # are cached, the other 12 MiB bypassed.  256 random reads over it promote
-# the 512 KiB around each miss in the bypassed part, so a second pass over
+# the 1 MiB around each miss in the bypassed part, so a second pass over
 # every block hits nearly everywhere; promoting only the blocks missed
 # would leave it near a third (4 MiB cached + 1 MiB promoted of 16).
 fio_q --rw=write --bs=64k --size=16m --offset=1700m --ioengine=psync
@@ -298,10 +298,10 @@ done
 ra=$(stat_get readarounds)
 log "read-around: 256 random reads of the stream: $(stats)" \
 	"promotions=$(stat_get promotions) readarounds=$ra"
-# every miss is still promoted itself; about 24 read-arounds of 512 KiB
-# cover the 12 MiB bypassed
+# every miss is still promoted itself; 12 read-arounds of 1 MiB cover
+# the 12 MiB bypassed, fewer when reads race ahead of them
 expect_stat promotions "$(stat_get cache_misses)" "read-around: misses promoted"
-[ "$ra" -ge 12 ] || fail "read-around: only $ra read-arounds for 12 MiB bypassed"
+[ "$ra" -ge 6 ] || fail "read-around: only $ra read-arounds for 12 MiB bypassed"
 clear_stats
 fio_q --rw=randread --bs=4k --size=16m --offset=1700m --ioengine=libaio --iodepth=8
 h=$(stat_get cache_hits)
