@@ -484,6 +484,7 @@ static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
 {
 	struct bkc_pins pins = {};
 	u32 i, budget = BKC_GC_BUDGET;
+	bool contended;
 	int r;
 
 	for (;;) {
@@ -494,9 +495,17 @@ static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
 			bkc_gc_start(&set->gc);
 		m->nr = 0;
 		r = bkc_gc_step(&set->gc, budget, bkc_gc_collect, m);
+		contended = rwsem_is_contended(&set->lock);
 		bkc_set_unlock(set);
 		trace_bkc_gc_step(set->dev.bdev->bd_dev, r, m->nr);
 		bkc_pins_put(set, &pins);
+		/*
+		 * I/O waits for the lock: let it in before the next step (the
+		 * rwsem hands it over only after a waiter waited 4 ms), unless
+		 * writers wait for the space this pass makes.
+		 */
+		if (contended && !atomic_read(&set->space_waiters))
+			usleep_range(100, 200);
 		if (r != -EDEADLK || budget < 32)
 			break;
 		/* fewer keys, so that the step's leaves fit in the pins */
