@@ -899,6 +899,9 @@ main() {
 		echo "ssd $SSD $(($(dev_bytes "$SSD") / MIB)) MiB; hdds $BKC_HDDS"
 		echo "configs ${SELECTED[*]}"
 	} >"$OUT/meta.txt"
+	# a drain may take up to DRAIN_CAP: a peer's flush that waits that
+	# long (dm-writecache's "flush" message) is a figure, not a hang
+	echo $((DRAIN_CAP + 60)) >/proc/sys/kernel/hung_task_timeout_secs
 	precondition
 	for c in "${SELECTED[@]}"; do
 		needs_md "$c" || continue
