@@ -22,6 +22,7 @@
 #	                   settings), then read at random
 #	[2304M, 2304M+8*S) sparse drain region: S = DRAIN/4 of random 4k
 #	                   writes spread over it, fresh cache
+#	[3328M, 3840M)     never written through a cache: QD1 read misses
 . "$BKC_REPO/tests/vm/lib.sh"
 
 CONFIGS=(raw-ssd raw-md0 bcache dm-writecache dm-cache blkcache-wb blkcache-wt)
@@ -51,7 +52,9 @@ SEQ_SIZE=$((1024 * MIB))
 SEQRAND_OFF=$((2048 * MIB))
 SEQRAND_SIZE=$((128 * MIB))
 SPARSE_OFF=$((2304 * MIB))
-NEED_BYTES=$((SPARSE_OFF + 1024 * MIB))
+MISS_OFF=$((3328 * MIB))
+MISS_SIZE=$((512 * MIB))
+NEED_BYTES=$((MISS_OFF + MISS_SIZE))
 
 # dm-cache geometry: metadata device size and cache block size (sectors).
 DMC_META_MIB=32
@@ -646,11 +649,12 @@ job_seqrand() {
 	fi
 }
 
-# ioping_avg: QD1 4k direct reads in the hot region, 40 requests 0.05 s
-# apart (after one warm-up request); prints the average in µs.
+# ioping_avg [OFF SIZE]: QD1 4k direct reads in the hot region (or in
+# [OFF, OFF+SIZE)), 40 requests 0.05 s apart (after one warm-up request);
+# prints the average in µs.
 ioping_avg() {
-	local s
-	read -r -a s < <(ioping -B -D -c 41 -i 0.05 -s 4k -o "$HOT_OFF" -S "$HOT_SIZE" "$DEV")
+	local s off=${1:-$HOT_OFF} size=${2:-$HOT_SIZE}
+	read -r -a s < <(ioping -B -D -c 41 -i 0.05 -s 4k -o "$off" -S "$size" "$DEV")
 	[ "${#s[@]}" -ge 6 ] || return 1
 	echo $(((s[5] + 500) / 1000))
 }
@@ -676,6 +680,12 @@ job_latency() {
 	else
 		put lat_idle n/a "ioping failed"
 		error "ioping failed"
+	fi
+	# QD1 reads of data no job wrote through the cache: misses
+	if v=$(ioping_avg "$MISS_OFF" "$MISS_SIZE"); then
+		put lat_miss "$v"
+	else
+		put lat_miss n/a "ioping failed"
 	fi
 	# The same while a 4k random writer (QD4) runs in the random region.
 	fio --name=bgwrite --filename="$DEV" --direct=1 --ioengine=libaio \
