@@ -869,6 +869,99 @@ precondition() {
 	log "disks preconditioned (written once) in $(secs_since "$t0")s"
 }
 
+# ---------------------------------------------------------------------------
+# Seed 000's headline: ioping on a filesystem on the device (its own 1 MiB
+# working file, written first) while another file of the same filesystem
+# is written, with the HDDs' seek latency emulated by an 8 ms dm-delay
+# under each RAID member.  md0 is made again over the delayed members for
+# it.  raw-ssd's figure is the idle one (the target's reference).
+
+HL_MNT=/mnt/bkc-headline
+HL_CONFIGS=" raw-ssd raw-md0 bcache blkcache-wb "
+
+job_headline() {
+	local v pid='' s
+	mkfs.xfs -f -q "$DEV" || fail "mkfs.xfs $DEV failed"
+	mkdir -p "$HL_MNT"
+	mount "$DEV" "$HL_MNT" || fail "mounting xfs on $DEV failed"
+	dd if=/dev/urandom of="$HL_MNT/work" bs=64k count=16 oflag=direct \
+		status=none || fail "writing the working file failed"
+	if [ "$CFG" != raw-ssd ]; then
+		fio --name=hlwrite --directory="$HL_MNT" --filename=writer \
+			--rw=write --bs=1M --size=256m --direct=1 --ioengine=libaio \
+			--iodepth=4 --time_based --runtime=120 \
+			>"$FIODIR/$CFG-hlwrite.log" 2>&1 &
+		pid=$!
+		echo "$pid" >"$BG_PID_FILE"
+		wait_writing "$DEV" || { kill "$pid"; fail "the writer did not start"; }
+	fi
+	read -r -a s < <(ioping -B -D -c 41 -i 0.05 -s 4k -S 1M "$HL_MNT/work")
+	if [ "${#s[@]}" -ge 6 ]; then
+		v=$(((s[5] + 500) / 1000))
+		put headline "$v" "$([ "$CFG" = raw-ssd ] && echo idle || echo "+writer")"
+	else
+		put headline n/a "ioping failed"
+	fi
+	if [ -n "$pid" ]; then
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		rm -f "$BG_PID_FILE"
+	fi
+	umount "$HL_MNT" || fail "umount $HL_MNT failed"
+}
+
+# headline_phase: md0 over dm-delay members, then job_headline on each
+# selected configuration of HL_CONFIGS.
+headline_phase() {
+	local hdds i d sz members=() c rc
+	CFG=headline
+	need_module dm_mod dm_delay
+	read -r -a hdds <<<"$BKC_HDDS"
+	# shellcheck disable=SC2119  # no --zero
+	(stop_raid) || { error "cannot stop md0 for the headline"; return; }
+	HAVE_MD=
+	for i in "${!hdds[@]}"; do
+		d=${hdds[$i]}
+		sz=$(blockdev --getsz "$d")
+		dmsetup create "bkc-dly$i" --table "0 $sz delay $d 0 8" ||
+			{ error "dm-delay over $d failed"; return; }
+		wait_for "/dev/mapper/bkc-dly$i"
+		members+=("/dev/mapper/bkc-dly$i")
+	done
+	mdadm --create "$MD" --run --quiet --level=5 --raid-devices=3 \
+		--assume-clean --metadata=1.2 --chunk=64K "${members[@]}" </dev/null ||
+		{ error "md0 over dm-delay failed"; return; }
+	wait_for "$MD"
+	HAVE_MD=1
+	log "md0 again, over ${members[*]} (8 ms dm-delay each)"
+	for c in "${SELECTED[@]}"; do
+		[ "${HL_CONFIGS/ $c /}" != "$HL_CONFIGS" ] || continue
+		CFG=$c
+		teardown_all
+		set +e
+		(
+			set -eE
+			trap 'on_err $LINENO "$BASH_COMMAND"' ERR
+			"setup_$CFG"
+			job_headline
+		)
+		rc=$?
+		set -e
+		if [ "$rc" != 0 ]; then
+			put headline n/a "$(cat "$REASON_FILE" 2>/dev/null || echo "status $rc")"
+			umount "$HL_MNT" 2>/dev/null || true
+		fi
+	done
+	teardown_all
+	# shellcheck disable=SC2119  # no --zero
+	(stop_raid) || log "stopping md0 failed"
+	HAVE_MD=
+	for i in "${!hdds[@]}"; do
+		dmsetup remove --retry "bkc-dly$i" >/dev/null 2>&1 ||
+			log "cannot remove bkc-dly$i"
+	done
+}
+
 # drift_check: the raw SSD's random writes and hot reads once more at the
 # end, so that the report can show how much the host's speed moved during
 # the run (other work on the host's cores slows TCG down).
@@ -957,6 +1050,7 @@ main() {
 	done
 	drift_check
 	teardown_all
+	[ -z "$HAVE_MD" ] || headline_phase
 	if [ -n "$HAVE_MD" ]; then
 		# shellcheck disable=SC2119  # no --zero
 		(stop_raid) || log "stopping md0 failed"
