@@ -649,12 +649,12 @@ job_seqrand() {
 	fi
 }
 
-# ioping_avg [OFF SIZE]: QD1 4k direct reads in the hot region (or in
-# [OFF, OFF+SIZE)), 40 requests 0.05 s apart (after one warm-up request);
-# prints the average in µs.
+# ioping_avg [OFF SIZE [TARGET]]: QD1 4k direct reads of $DEV's hot region
+# (or of [OFF, OFF+SIZE) of TARGET), 40 requests 0.05 s apart (after one
+# warm-up request); prints the average in µs.
 ioping_avg() {
-	local s off=${1:-$HOT_OFF} size=${2:-$HOT_SIZE}
-	read -r -a s < <(ioping -B -D -c 41 -i 0.05 -s 4k -o "$off" -S "$size" "$DEV")
+	local s off=${1:-$HOT_OFF} size=${2:-$HOT_SIZE} target=${3:-$DEV}
+	read -r -a s < <(ioping -B -D -c 41 -i 0.05 -s 4k -o "$off" -S "$size" "$target")
 	[ "${#s[@]}" -ge 6 ] || return 1
 	echo $(((s[5] + 500) / 1000))
 }
@@ -880,7 +880,7 @@ HL_MNT=/mnt/bkc-headline
 HL_CONFIGS=" raw-ssd raw-md0 bcache blkcache-wb "
 
 job_headline() {
-	local v pid='' s
+	local v pid=''
 	mkfs.xfs -f -q -K "$DEV" || fail "mkfs.xfs $DEV failed"
 	mkdir -p "$HL_MNT"
 	mount "$DEV" "$HL_MNT" || fail "mounting xfs on $DEV failed"
@@ -895,9 +895,7 @@ job_headline() {
 		echo "$pid" >"$BG_PID_FILE"
 		wait_writing "$DEV" || { kill "$pid"; fail "the writer did not start"; }
 	fi
-	read -r -a s < <(ioping -B -D -c 41 -i 0.05 -s 4k -S 1M "$HL_MNT/work")
-	if [ "${#s[@]}" -ge 6 ]; then
-		v=$(((s[5] + 500) / 1000))
+	if v=$(ioping_avg 0 $((1 << 20)) "$HL_MNT/work"); then
 		put headline "$v" "$([ "$CFG" = raw-ssd ] && echo idle || echo "+writer")"
 	else
 		put headline n/a "ioping failed"
