@@ -850,6 +850,20 @@ on_err() {
 	[ -s "$REASON_FILE" ] || echo "line $1: '$2' failed" >"$REASON_FILE"
 }
 
+# in_config CMD...: run CMD in a subshell that stops at the first failing
+# command (its line goes to REASON_FILE); its status in CFG_RC.  Call it
+# as a command of its own: in a condition, bash ignores set -e inside.
+in_config() {
+	set +e
+	(
+		set -eE
+		trap 'on_err $LINENO "$BASH_COMMAND"' ERR
+		"$@"
+	)
+	CFG_RC=$?
+	set -e
+}
+
 # precondition: writes every HDD and the SSD once, all in parallel.  The
 # disk images start sparse, and a first write into a hole costs the host
 # an allocation: without this the first configuration measured (the raw
@@ -908,11 +922,17 @@ job_headline() {
 	umount "$HL_MNT" || fail "umount $HL_MNT failed"
 }
 
+headline_config() {
+	"setup_$CFG"
+	job_headline
+}
+
 # headline_phase: md0 over dm-delay members, then job_headline on each
 # selected configuration of HL_CONFIGS; md0 is stopped at the end.
 headline_phase() {
-	local hdds i d sz members=() c rc
+	local hdds i d sz members=() c
 	CFG=headline
+	INFO_OFF=1	# the configurations are as described, but md0's members
 	need_module dm_mod dm_delay
 	read -r -a hdds <<<"$BKC_HDDS"
 	# shellcheck disable=SC2119  # no --zero
@@ -926,27 +946,15 @@ headline_phase() {
 		wait_for "/dev/mapper/bkc-dly$i"
 		members+=("/dev/mapper/bkc-dly$i")
 	done
-	mdadm --create "$MD" --run --quiet --level=5 --raid-devices=3 \
-		--assume-clean --metadata=1.2 --chunk=64K "${members[@]}" </dev/null ||
-		{ error "md0 over dm-delay failed"; return; }
-	wait_for "$MD"
+	(make_raid5 64 "${members[@]}") || { error "md0 over dm-delay failed"; return; }
 	HAVE_MD=1
-	log "md0 again, over ${members[*]} (8 ms dm-delay each)"
 	for c in "${SELECTED[@]}"; do
 		[ "${HL_CONFIGS/ $c /}" != "$HL_CONFIGS" ] || continue
 		CFG=$c
 		teardown_all
-		set +e
-		(
-			set -eE
-			trap 'on_err $LINENO "$BASH_COMMAND"' ERR
-			"setup_$CFG"
-			job_headline
-		)
-		rc=$?
-		set -e
-		if [ "$rc" != 0 ]; then
-			put headline n/a "$(cat "$REASON_FILE" 2>/dev/null || echo "status $rc")"
+		in_config headline_config
+		if [ "$CFG_RC" != 0 ]; then
+			put headline n/a "$(cat "$REASON_FILE" 2>/dev/null || echo "status $CFG_RC")"
 			umount "$HL_MNT" 2>/dev/null || true
 		fi
 	done
@@ -1008,10 +1016,8 @@ main() {
 		needs_md "$c" || continue
 		CFG=setup
 		rm -f "$REASON_FILE"
-		set +e
-		(set -e; make_raid5 64)
-		rc=$?
-		set -e
+		in_config make_raid5 64
+		rc=$CFG_RC
 		if [ "$rc" = 0 ]; then
 			HAVE_MD=1
 		else
@@ -1030,16 +1036,9 @@ main() {
 			continue
 		fi
 		teardown_all
-		set +e
-		(
-			set -eE
-			trap 'on_err $LINENO "$BASH_COMMAND"' ERR
-			run_config
-		)
-		rc=$?
-		set -e
-		if [ "$rc" != 0 ]; then
-			reason=$(cat "$REASON_FILE" 2>/dev/null || echo "exited with status $rc")
+		in_config run_config
+		if [ "$CFG_RC" != 0 ]; then
+			reason=$(cat "$REASON_FILE" 2>/dev/null || echo "exited with status $CFG_RC")
 			error "$reason"
 			put setup n/a "$reason"
 			teardown_all
@@ -1049,7 +1048,10 @@ main() {
 	drift_check
 	teardown_all
 	# in a subshell: a failure there (fail exits) ends only the phase
-	[ -z "$HAVE_MD" ] || (headline_phase) || log "the headline phase failed"
+	if [ -n "$HAVE_MD" ]; then
+		in_config headline_phase
+		[ "$CFG_RC" = 0 ] || log "the headline phase failed (status $CFG_RC)"
+	fi
 	if [ -n "$HAVE_MD" ]; then
 		# shellcheck disable=SC2119  # no --zero
 		(stop_raid) || log "stopping md0 failed"

@@ -153,19 +153,24 @@ bkc_unload() {
 	log "blkcache unloaded"
 }
 
-# make_raid5 [CHUNK_KiB]: md RAID5 over the three HDDs as /dev/md0
-# (metadata 1.2, chunk 64 KiB by default, no initial resync).
+# make_raid5 [CHUNK_KiB [MEMBER...]]: md RAID5 over the three HDDs (or
+# the three MEMBERs) as /dev/md0 (metadata 1.2, chunk 64 KiB by default,
+# no initial resync).
 make_raid5() {
 	local chunk=${1:-64} hdds
 	need_module raid456
-	read -r -a hdds <<<"$BKC_HDDS"
-	[ "${#hdds[@]}" = 3 ] || fail "expected 3 HDDs, got '$BKC_HDDS'"
+	if [ $# -gt 1 ]; then
+		hdds=("${@:2}")
+	else
+		read -r -a hdds <<<"$BKC_HDDS"
+	fi
+	[ "${#hdds[@]}" = 3 ] || fail "expected 3 RAID members, got '${hdds[*]}'"
 	mdadm --create "$BKC_MD" --run --quiet --level=5 --raid-devices=3 \
 		--assume-clean --metadata=1.2 --chunk="${chunk}K" "${hdds[@]}" \
 		</dev/null || fail "mdadm --create failed"
 	wait_for "$BKC_MD"
 	wait_for /sys/block/md0/md/array_state
-	log "RAID5 $BKC_MD over $BKC_HDDS, chunk ${chunk}K," \
+	log "RAID5 $BKC_MD over ${hdds[*]}, chunk ${chunk}K," \
 		"$(($(cat /sys/block/md0/size) / 2048)) MiB"
 }
 
