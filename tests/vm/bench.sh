@@ -932,7 +932,8 @@ headline_config() {
 headline_phase() {
 	local hdds i d sz members=() c
 	CFG=headline
-	INFO_OFF=1	# the configurations are as described, but md0's members
+	# configs.txt keeps the main runs' descriptions (md0 is over dm-delay here)
+	INFO_OFF=1
 	need_module dm_mod dm_delay
 	read -r -a hdds <<<"$BKC_HDDS"
 	# shellcheck disable=SC2119  # no --zero
