@@ -59,6 +59,7 @@
 #define BKC_MINORS		(1 << BKC_MINORS_SHIFT)
 #define BKC_SEQUENTIAL_CUTOFF	(4ULL << 20)
 #define BKC_BYPASSED_NR		8	/* bypassed write streams remembered */
+#define BKC_RA_INFLIGHT		16	/* read-around windows in flight */
 
 /* Promotion safety: per-granule write epochs (see request.c). */
 #define BKC_EPOCH_SHIFT		7		/* 64 KiB granules */
@@ -226,6 +227,12 @@ struct bkc_backing {
 		u64		start, end;	/* cacheN sectors */
 	}			bypassed[BKC_BYPASSED_NR];
 	u32			bypassed_next;
+	/*
+	 * read-around windows in flight (request.c): a bit is set, with its
+	 * window's start, only under seq_lock, and cleared without it
+	 */
+	unsigned long		ra_busy;
+	u64			ra_window[BKC_RA_INFLIGHT];
 	u64			sequential_cutoff;	/* bytes; 0: off */
 	struct bkc_statset	st;		/* cache/stats_* */
 	struct mutex		sb_io;		/* every backing sb write */

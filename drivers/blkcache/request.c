@@ -34,11 +34,12 @@
  *
  * Read-around: the device remembers the last few write streams it
  * bypassed as sequential.  A promoted read miss inside one also reads,
- * in the background, the 512 KiB around it (aligned, within the stream),
- * and promotes what of it the cache holds nothing of (up to 8 holes), so
+ * in the background, the 1 MiB around it (aligned, within the stream),
+ * and promotes what of it the cache holds nothing of (up to 16 holes), so
  * data written as a stream and then read at random is served from the
  * cache after a fraction of the misses one block at a time would take.
- * The same epoch check covers the whole range.
+ * A window is read around once at a time: misses in it meanwhile are
+ * promoted on their own.  The same epoch check covers the whole range.
  *
  * Writes that drop or overwrite dirty data of a range (writethrough,
  * writearound and bypassed writes over dirty keys) apply only after the
@@ -162,12 +163,15 @@ struct bkc_clone {
 
 struct bkc_promo {
 	struct work_struct	work;
+	struct work_struct	submit;		/* a read-around's read */
+	struct bio		*bio;
 	struct bkc_backing	*b;
 	struct bkc_set		*set;
 	u64			lba;
 	u32			len;
 	u64			epoch;
 	bool			readaround;
+	s8			ra_slot;	/* of b->ra_busy, or -1 */
 	/* what of [lba, lba + len) is promoted, in sectors from lba */
 	u32			nholes;
 	struct bkc_hole {
@@ -685,6 +689,8 @@ static void bkc_promo_free(struct bkc_promo *p)
 
 	for (i = 0; i < p->nr_pages; i++)
 		__free_page(p->pages[i]);
+	if (p->ra_slot >= 0)
+		clear_bit(p->ra_slot, &p->b->ra_busy);
 	atomic_dec(&p->set->promotes);
 	percpu_ref_put(&p->b->inflight);
 	kfree(p);
@@ -851,6 +857,7 @@ static struct bkc_promo *bkc_promo_alloc(struct bkc_req *r, u64 lba, u32 len)
 	p->len = len;
 	p->epoch = r->epoch;
 	p->readaround = false;
+	p->ra_slot = -1;
 	p->nholes = 1;
 	p->hole[0].off = 0;
 	p->hole[0].len = len;
@@ -1031,6 +1038,22 @@ static void bkc_ra_endio(struct bio *bio)
 }
 
 /*
+ * Submit a read-around's read from a worker, plugged: md RAID5 cuts it at
+ * chunk boundaries, and the chunks that lie next to each other on a
+ * member then reach it as one request.  Submitted from the request path
+ * instead, it would be cut after bkc_submit_bio() returned, unplugged.
+ */
+static void bkc_ra_submit(struct work_struct *work)
+{
+	struct bkc_promo *p = container_of(work, struct bkc_promo, submit);
+	struct blk_plug plug;
+
+	blk_start_plug(&plug);
+	submit_bio_noacct(p->bio);
+	blk_finish_plug(&plug);
+}
+
+/*
  * @r is a promoted miss: if it lies in a write stream that bypassed the
  * cache, read the 1 MiB around it too and promote what the cache holds
  * nothing of but the miss (promoted on its own), if that is more than
@@ -1045,7 +1068,7 @@ static void bkc_readaround(struct bkc_req *r)
 	struct bkc_ra_holes h = {};
 	struct bkc_promo *p;
 	struct bio *bio;
-	u32 i, left;
+	u32 i, left, slot = BKC_RA_INFLIGHT;
 	int ret;
 
 	/* lockless: a stream noted meanwhile is only found by the next miss */
@@ -1063,11 +1086,24 @@ static void bkc_readaround(struct bkc_req *r)
 			break;
 		}
 	}
+	/* one read-around per window at a time: the next finds it cached */
+	for_each_set_bit(i, &b->ra_busy, BKC_RA_INFLIGHT)
+		if (b->ra_window[i] == a)
+			e = 0;
+	if (e > s) {
+		slot = find_first_zero_bit(&b->ra_busy, BKC_RA_INFLIGHT);
+		if (slot < BKC_RA_INFLIGHT) {
+			b->ra_window[slot] = a;
+			set_bit(slot, &b->ra_busy);
+		}
+	}
 	spin_unlock(&b->seq_lock);
+	if (slot >= BKC_RA_INFLIGHT)
+		return;
 	e = min_t(u64, e, get_capacity(b->disk));
 	if (e <= s || e - s <= r->sectors ||
 	    bkc_epoch_dirtied(set, b->dev_id, s, e - s, r->epoch))
-		return;
+		goto out_slot;
 	/* the holes: what the cache holds nothing of */
 	h.base = s;
 	h.miss = lba;
@@ -1077,11 +1113,12 @@ static void bkc_readaround(struct bkc_req *r)
 	up_read(&set->lock);
 	/* nothing to gain beyond the miss's own promotion */
 	if (ret < 0 || h.sectors <= r->sectors)
-		return;
+		goto out_slot;
 	p = bkc_promo_alloc(r, s, e - s);
 	if (!p)
-		return;
+		goto out_slot;
 	p->readaround = true;
+	p->ra_slot = slot;	/* bkc_promo_free() gives it back */
 	p->nholes = h.n;
 	memcpy(p->hole, h.hole, sizeof(p->hole));
 	bio = bio_alloc(b->dev.bdev, p->nr_pages, REQ_OP_READ,
@@ -1099,7 +1136,12 @@ static void bkc_readaround(struct bkc_req *r)
 		__bio_add_page(bio, p->pages[i], n, 0);
 		left -= n;
 	}
-	submit_bio_noacct(bio);
+	p->bio = bio;
+	INIT_WORK(&p->submit, bkc_ra_submit);
+	queue_work(set->wq, &p->submit);
+	return;
+out_slot:
+	clear_bit(slot, &b->ra_busy);
 }
 
 /* ---- writes ---- */
