@@ -326,6 +326,8 @@ static void bkc_to_backing(struct bkc_req *r, u32 segno, u64 lba, u32 len)
 {
 	struct bkc_backing *b = r->b;
 
+	/* writeback yields to this (writeback.c) */
+	WRITE_ONCE(b->wb.fg_last, jiffies);
 	bkc_submit_clone(r, bkc_clone(r, b->dev.bdev, &b->bs, segno, lba, len,
 				      lba + b->data_start));
 }
@@ -884,6 +886,7 @@ static bool bkc_promo_read(struct bkc_req *r, u32 segno)
 	if (!p)
 		return false;
 	seg->promo = p;
+	WRITE_ONCE(b->wb.fg_last, jiffies);
 	bio = bio_alloc_bioset(b->dev.bdev, p->nr_pages,
 			       REQ_OP_READ | (r->bio->bi_opf & REQ_SYNC),
 			       GFP_NOIO, &b->bs);

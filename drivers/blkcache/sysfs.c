@@ -502,6 +502,7 @@ static ssize_t writeback_rate_debug_show(struct kobject *kobj,
 	n += sysfs_emit_at(buf, n, "written:\t%llu sectors\n",
 			   READ_ONCE(b->wb.written));
 	n += sysfs_emit_at(buf, n, "draining:\t%d\n", READ_ONCE(b->wb.drain));
+	n += sysfs_emit_at(buf, n, "yielding:\t%d\n", READ_ONCE(b->wb.yielding));
 	return n;
 }
 

@@ -34,8 +34,18 @@
  * amount against writeback_percent of the cache (0 once the device has
  * left writeback mode: its dirty data drains); the device goes at full
  * speed (writeback_rate_max, if set) when it has been idle for a second,
- * when draining for detach, and when the target is 0.  Below the
- * target, data younger than writeback_delay seconds is left alone.
+ * when draining for detach, during a writeback_max_age pass, when the
+ * target is 0 and when the cache is nearly full of its dirty data.
+ * Below the target, data younger than writeback_delay seconds is left
+ * alone.
+ *
+ * Yielding: while foreground I/O reaches the backing device (a request
+ * sent there within the last BKC_WB_YIELD), a target of 0 does not mean
+ * full speed: the controller's rate holds, so back-to-back batches do not
+ * queue in front of the foreground requests.  Draining for detach, a
+ * max_age pass and a cache nearly full of dirty data still go at full
+ * speed.  A request that only hits the cache keeps the device from being
+ * idle, but does not make writeback yield: it does not touch md.
  */
 #include <linux/blkdev.h>
 #include <linux/delay.h>
@@ -51,6 +61,8 @@
 #define BKC_WB_KEYS		256
 #define BKC_WB_BATCH		(4U << 20)	/* bytes, before stripe end */
 #define BKC_WB_IDLE		HZ
+#define BKC_WB_YIELD		(HZ / 10)
+#define BKC_WB_URGENT_PCT	90	/* of the cache dirty: no yielding */
 #define BKC_WB_MIN_RATE		8		/* sectors/s */
 #define BKC_WB_FULL_RATE	(1ULL << 40)
 
@@ -101,6 +113,9 @@ void bkc_wb_init(struct bkc_backing *b)
 	wb->rate_max = 0;
 	atomic_set(&wb->wb_writes, 0);
 	bkc_ratectl_init(&wb->ctl, BKC_WB_MIN_RATE, 0);
+	/* jiffies start 5 minutes before wrapping: 0 is no "long ago" */
+	wb->last_io = jiffies;
+	wb->fg_last = jiffies - BKC_WB_YIELD - 1;
 }
 
 void bkc_wb_kick(struct bkc_backing *b)
@@ -564,10 +579,45 @@ static void bkc_wb_set_clean(struct bkc_backing *b)
 	mutex_unlock(&b->sb_io);
 }
 
+/* So much of the cache holds @dirty sectors of @b that nothing yields. */
+static bool bkc_wb_urgent(struct bkc_backing *b, u64 dirty)
+{
+	u64 cap = bkc_core_capacity(b->set->core);
+
+	return dirty * 100 >= cap * BKC_WB_URGENT_PCT;
+}
+
 static bool bkc_wb_should_wake(struct bkc_backing *b)
 {
 	return kthread_should_stop() || READ_ONCE(b->wb.drain) ||
 	       b->wb.sweeping;
+}
+
+/* Foreground I/O reached the backing device lately. */
+static bool bkc_wb_fg_busy(struct bkc_wb *wb)
+{
+	return time_before(jiffies, READ_ONCE(wb->fg_last) + BKC_WB_YIELD);
+}
+
+/*
+ * Sleep @t between batches.  A pause that only yields to the foreground
+ * ends as soon as the foreground has gone quiet.
+ */
+static void bkc_wb_pause(struct bkc_backing *b, unsigned long t)
+{
+	struct bkc_wb *wb = &b->wb;
+	unsigned long end = jiffies + t, left;
+
+	while (!bkc_wb_should_wake(b) && time_before(jiffies, end)) {
+		left = end - jiffies;
+		if (wb->yielding) {
+			if (!bkc_wb_fg_busy(wb))
+				return;
+			left = min_t(unsigned long, left, BKC_WB_YIELD);
+		}
+		wait_event_interruptible_timeout(wb->kick,
+			bkc_wb_should_wake(b), left);
+	}
 }
 
 /*
@@ -602,7 +652,7 @@ static int bkc_wb_thread(void *arg)
 	unsigned long last = jiffies, dirty_since = 0, backoff = HZ;
 	struct bkc_wb_ctx *x;
 	u64 dirty, target, rate, cap;
-	bool idle, full;
+	bool idle, full, yield;
 	long r;
 
 	x = kzalloc(sizeof(*x), GFP_KERNEL);
@@ -640,7 +690,12 @@ static int bkc_wb_thread(void *arg)
 		target = bkc_wb_target(b);
 		WRITE_ONCE(wb->target, target);
 		idle = time_after(now, READ_ONCE(wb->last_io) + BKC_WB_IDLE);
-		full = READ_ONCE(wb->drain) || !target || idle || wb->sweeping;
+		yield = (!target || idle) && !READ_ONCE(wb->drain) &&
+			!wb->sweeping && bkc_wb_fg_busy(wb) &&
+			!bkc_wb_urgent(b, dirty);
+		full = READ_ONCE(wb->drain) || wb->sweeping ||
+			(!yield && (!target || idle));
+		WRITE_ONCE(wb->yielding, yield);
 		cap = READ_ONCE(wb->rate_max) >> SECTOR_SHIFT;
 		wb->ctl.max_rate = cap;
 		rate = bkc_ratectl_update(&wb->ctl, dirty, target, dt, idle);
@@ -680,9 +735,7 @@ static int bkc_wb_thread(void *arg)
 			/* sleep as long as @r sectors take at @rate */
 			u64 ms = div64_u64((u64)r * 1000, max_t(u64, rate, 1));
 
-			wait_event_interruptible_timeout(wb->kick,
-				bkc_wb_should_wake(b),
-				msecs_to_jiffies(min_t(u64, ms, 10000)));
+			bkc_wb_pause(b, msecs_to_jiffies(min_t(u64, ms, 10000)));
 		} else {
 			cond_resched();
 		}

@@ -49,6 +49,8 @@ struct bkc_wb {
 	u64			target;		/* dirty sectors aimed at */
 	atomic_t		wb_writes;	/* writeback-mode writes in flight */
 	unsigned long		last_io;	/* jiffies of the last request */
+	unsigned long		fg_last;	/* ... that reached the backing dev */
+	bool			yielding;	/* held to the rate by fg_last */
 	u64			next_lba;	/* scan position */
 	bool			drain;		/* write everything, full speed */
 	bool			sweeping;	/* a max_age pass over all LBAs */

@@ -13,6 +13,11 @@
 #     (writeback_percent=100, writeback_delay 30 s, a reader keeping the
 #     device busy) 8 MiB of dirty data stays for 6 s with max_age 0 and
 #     is written back within 3 x 5 s of writeback_max_age=5;
+#   - issue 9, writeback yields: with writeback_percent=0 and a reader
+#     whose misses go to md0, writeback_rate_debug says "yielding: 1"
+#     (the controller's rate, not full speed) and still writes some back,
+#     and "yielding: 0" within 5 s of the reader stopping; the data then
+#     drains and verifies;
 #   - issue 9, fsync: 200 4k writes with fsync=1 in writeback (writeback
 #     paused: nothing goes to md0) make no flush of md0 (at most 10
 #     flushes counted on its members: md's own superblock writes; one per
@@ -117,6 +122,53 @@ wait "$reader" 2>/dev/null || true
 echo 0 >"$BATTR/writeback_max_age"
 echo 10 >"$BATTR/writeback_percent"
 fio_region 160 8 13 --verify_only=1
+
+# -- issue 9: writeback yields to foreground I/O on md0 ----------------------
+# wb_debug FIELD: a number from writeback_rate_debug
+wb_debug() {
+	awk -v f="$1:" '$1 == f { print $2 }' "$BATTR/writeback_rate_debug"
+}
+echo 0 >"$BATTR/writeback_running"
+fio_region 176 32 17 --do_verify=0
+# a reader whose misses go to md0: nothing of its region is cached
+fio --output=/tmp/fio-fg.out --eta=never --name=fg --filename=/dev/cache0 \
+	--direct=1 --rw=randread --bs=4k --offset=$((1024 * MB)) --size=$((512 * MB)) \
+	--ioengine=psync --rate_iops=100 --time_based --runtime=60 &
+fg=$!
+on_exit "kill $fg 2>/dev/null || true"
+m0=$(stat_get cache_misses)
+for ((i = 0; i < 100; i++)); do
+	[ "$(stat_get cache_misses)" -gt $((m0 + 20)) ] && break
+	sleep 0.1
+done
+[ "$i" -lt 100 ] || fail "the foreground reader makes no misses"
+d0=$(dirty_sectors)
+echo 0 >"$BATTR/writeback_percent"
+echo 1 >"$BATTR/writeback_running"
+sleep 1
+ny=0
+for ((i = 0; i < 20; i++)); do
+	[ "$(wb_debug yielding)" != 1 ] || ny=$((ny + 1))
+	sleep 0.2
+done
+rate=$(wb_debug rate)
+d1=$(dirty_sectors)
+[ "$ny" -ge 15 ] ||
+	fail "writeback_percent=0 with misses going to md0: yielding in $ny of 20 samples"
+[ "$rate" -lt $((1 << 40)) ] || fail "yielding, but the rate is full speed ($rate)"
+[ "$d1" -lt "$d0" ] || fail "yielding writeback wrote nothing back ($d0 -> $d1 sectors)"
+kill "$fg" 2>/dev/null || true
+wait "$fg" 2>/dev/null || true
+start=$SECONDS
+while [ "$(wb_debug yielding)" = 1 ]; do
+	[ $((SECONDS - start)) -le 5 ] || fail "still yielding 5 s after the reader stopped"
+	sleep 0.2
+done
+log "yield: $((d0 / 2048)) MiB dirty, $((d1 / 2048)) MiB after 5 s of a 100 IOPS miss reader" \
+	"(yielding in $ny of 20 samples, rate $rate sectors/s); not yielding $((SECONDS - start)) s after it stopped"
+wait_clean 120
+echo 10 >"$BATTR/writeback_percent"
+fio_region 176 32 17 --verify_only=1
 
 # -- fsync: md0 is flushed only when something was written to it ------------
 # member_flushes: flush requests the RAID members completed (diskstats)
