@@ -677,6 +677,7 @@ static int bkc_wb_thread(void *arg)
 			dirty_since = 0;
 			WRITE_ONCE(wb->drain, false);
 			WRITE_ONCE(wb->rate, 0);
+			WRITE_ONCE(wb->yielding, false);
 			bkc_wb_set_clean(b);
 			bkc_backing_clean(b);
 			wait_event_interruptible_timeout(wb->kick,
