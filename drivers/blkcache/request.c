@@ -38,8 +38,8 @@
  * and promotes what of it the cache holds nothing of (up to 16 holes), so
  * data written as a stream and then read at random is served from the
  * cache after a fraction of the misses one block at a time would take.
- * A window is read around once at a time: misses in it meanwhile are
- * promoted on their own.  The same epoch check covers the whole range.
+ * One read-around per window is in flight at a time: misses in it
+ * meanwhile are promoted on their own.  The same epoch check covers the whole range.
  *
  * Writes that drop or overwrite dirty data of a range (writethrough,
  * writearound and bypassed writes over dirty keys) apply only after the
@@ -234,6 +234,20 @@ static void bkc_req_error(struct bkc_req *r, blk_status_t st)
 	cmpxchg(&r->status, BLK_STS_OK, st);
 }
 
+/*
+ * Foreground I/O on the backing device, sent or completed now: writeback
+ * yields to it for a while (writeback.c).  Stamped at both ends, so that
+ * a request queued behind a writeback batch still counts.  Written only
+ * when it changes, not to dirty the line on every I/O.
+ */
+static void bkc_fg_stamp(struct bkc_backing *b)
+{
+	unsigned long now = jiffies;
+
+	if (READ_ONCE(b->wb.fg_last) != now)
+		WRITE_ONCE(b->wb.fg_last, now);
+}
+
 static void bkc_clone_endio(struct bio *clone)
 {
 	struct bkc_clone *bc = container_of(clone, struct bkc_clone, bio);
@@ -243,6 +257,7 @@ static void bkc_clone_endio(struct bio *clone)
 
 	if (bc->seg == BKC_SEG_WHOLE || bc->seg == BKC_SEG_FLUSH) {
 		/* the backing device: the data, a flush or a remap */
+		bkc_fg_stamp(r->b);
 		if (st) {
 			r->flags |= RQ_BACK_ERR;
 			bkc_req_error(r, st);
@@ -272,6 +287,7 @@ static void bkc_clone_endio(struct bio *clone)
 				set_bit(ilog2(RQ_RELOOKUP), &r->rflags);
 			fallthrough;
 		case BKC_SEG_MISS:
+			bkc_fg_stamp(r->b);
 			if (st)
 				bkc_req_error(r, st);
 			else if (seg->promo)
@@ -326,8 +342,7 @@ static void bkc_to_backing(struct bkc_req *r, u32 segno, u64 lba, u32 len)
 {
 	struct bkc_backing *b = r->b;
 
-	/* writeback yields to this (writeback.c) */
-	WRITE_ONCE(b->wb.fg_last, jiffies);
+	bkc_fg_stamp(b);
 	bkc_submit_clone(r, bkc_clone(r, b->dev.bdev, &b->bs, segno, lba, len,
 				      lba + b->data_start));
 }
@@ -844,6 +859,7 @@ static struct bkc_promo *bkc_promo_alloc(struct bkc_req *r, u64 lba, u32 len)
 	}
 	p->b = r->b;
 	p->set = set;
+	p->ra_slot = -1;	/* before any bkc_promo_free() */
 	percpu_ref_get(&r->b->inflight);
 	for (j = 0; j < npg; j++) {
 		p->pages[j] = alloc_page(GFP_NOWAIT | __GFP_NOWARN);
@@ -859,7 +875,6 @@ static struct bkc_promo *bkc_promo_alloc(struct bkc_req *r, u64 lba, u32 len)
 	p->len = len;
 	p->epoch = r->epoch;
 	p->readaround = false;
-	p->ra_slot = -1;
 	p->nholes = 1;
 	p->hole[0].off = 0;
 	p->hole[0].len = len;
@@ -886,7 +901,7 @@ static bool bkc_promo_read(struct bkc_req *r, u32 segno)
 	if (!p)
 		return false;
 	seg->promo = p;
-	WRITE_ONCE(b->wb.fg_last, jiffies);
+	bkc_fg_stamp(b);
 	bio = bio_alloc_bioset(b->dev.bdev, p->nr_pages,
 			       REQ_OP_READ | (r->bio->bi_opf & REQ_SYNC),
 			       GFP_NOIO, &b->bs);
@@ -1060,8 +1075,9 @@ static void bkc_ra_submit(struct work_struct *work)
  * @r is a promoted miss: if it lies in a write stream that bypassed the
  * cache, read the 1 MiB around it too and promote what the cache holds
  * nothing of but the miss (promoted on its own), if that is more than
- * the miss itself.  Best effort: no pages, too many promotions in flight
- * or a node not in memory, and nothing happens.
+ * the miss itself.  Best effort: no pages, too many promotions in flight,
+ * no free slot, the window's read-around already in flight, or a node
+ * not in memory, and nothing happens.
  */
 static void bkc_readaround(struct bkc_req *r)
 {

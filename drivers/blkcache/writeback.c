@@ -34,17 +34,16 @@
  * amount against writeback_percent of the cache (0 once the device has
  * left writeback mode: its dirty data drains); the device goes at full
  * speed (writeback_rate_max, if set) when it has been idle for a second,
- * when draining for detach, during a writeback_max_age pass, when the
- * target is 0 and when the cache is nearly full of its dirty data.
- * Below the target, data younger than writeback_delay seconds is left
- * alone.
+ * when draining for detach, during a writeback_max_age pass and when the
+ * target is 0.  Below the target, data younger than writeback_delay
+ * seconds is left alone.
  *
  * Yielding: while foreground I/O reaches the backing device (a request
  * sent there within the last BKC_WB_YIELD), a target of 0 does not mean
  * full speed: the controller's rate holds, so back-to-back batches do not
  * queue in front of the foreground requests.  Draining for detach, a
- * max_age pass and a cache nearly full of dirty data still go at full
- * speed.  A request that only hits the cache keeps the device from being
+ * max_age pass and a set nearly full of dirty data (BKC_WB_URGENT_PCT,
+ * below the point where writes start to bypass) do not yield.  A request that only hits the cache keeps the device from being
  * idle, but does not make writeback yield: it does not touch md.
  */
 #include <linux/blkdev.h>
@@ -62,7 +61,7 @@
 #define BKC_WB_BATCH		(4U << 20)	/* bytes, before stripe end */
 #define BKC_WB_IDLE		HZ
 #define BKC_WB_YIELD		(HZ / 10)
-#define BKC_WB_URGENT_PCT	90	/* of the cache dirty: no yielding */
+#define BKC_WB_URGENT_PCT	90	/* of the set dirty: no yielding */
 #define BKC_WB_MIN_RATE		8		/* sectors/s */
 #define BKC_WB_FULL_RATE	(1ULL << 40)
 
@@ -113,7 +112,7 @@ void bkc_wb_init(struct bkc_backing *b)
 	wb->rate_max = 0;
 	atomic_set(&wb->wb_writes, 0);
 	bkc_ratectl_init(&wb->ctl, BKC_WB_MIN_RATE, 0);
-	/* jiffies start 5 minutes before wrapping: 0 is no "long ago" */
+	/* jiffies start 5 minutes before a 32-bit wrap: 0 is no "long ago" */
 	wb->last_io = jiffies;
 	wb->fg_last = jiffies - BKC_WB_YIELD - 1;
 }
@@ -579,12 +578,16 @@ static void bkc_wb_set_clean(struct bkc_backing *b)
 	mutex_unlock(&b->sb_io);
 }
 
-/* So much of the cache holds @dirty sectors of @b that nothing yields. */
-static bool bkc_wb_urgent(struct bkc_backing *b, u64 dirty)
+/*
+ * So much of the set is dirty (all its backing devices' data) that
+ * nothing yields.  Lockless: a stale sum only moves the moment.
+ */
+static bool bkc_wb_urgent(struct bkc_backing *b)
 {
-	u64 cap = bkc_core_capacity(b->set->core);
+	struct bkc_core *c = b->set->core;
 
-	return dirty * 100 >= cap * BKC_WB_URGENT_PCT;
+	return bkc_core_dirty_sectors_lockless(c) * 100 >=
+		bkc_core_capacity(c) * BKC_WB_URGENT_PCT;
 }
 
 static bool bkc_wb_should_wake(struct bkc_backing *b)
@@ -691,15 +694,17 @@ static int bkc_wb_thread(void *arg)
 		target = bkc_wb_target(b);
 		WRITE_ONCE(wb->target, target);
 		idle = time_after(now, READ_ONCE(wb->last_io) + BKC_WB_IDLE);
-		yield = (!target || idle) && !READ_ONCE(wb->drain) &&
+		yield = (!target || idle) && READ_ONCE(wb->running) &&
+			!READ_ONCE(wb->drain) &&
 			!wb->sweeping && bkc_wb_fg_busy(wb) &&
-			!bkc_wb_urgent(b, dirty);
+			!bkc_wb_urgent(b);
 		full = READ_ONCE(wb->drain) || wb->sweeping ||
 			(!yield && (!target || idle));
 		WRITE_ONCE(wb->yielding, yield);
 		cap = READ_ONCE(wb->rate_max) >> SECTOR_SHIFT;
 		wb->ctl.max_rate = cap;
-		rate = bkc_ratectl_update(&wb->ctl, dirty, target, dt, idle);
+		rate = bkc_ratectl_update(&wb->ctl, dirty, target, dt,
+					  idle && !yield);
 		if (full)
 			rate = cap ? cap : BKC_WB_FULL_RATE;
 		WRITE_ONCE(wb->rate, rate);
