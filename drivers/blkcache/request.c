@@ -39,7 +39,8 @@
  * data written as a stream and then read at random is served from the
  * cache after a fraction of the misses one block at a time would take.
  * One read-around per window is in flight at a time: misses in it
- * meanwhile are promoted on their own.  The same epoch check covers the whole range.
+ * meanwhile are promoted on their own.  The same epoch check covers the
+ * whole range.
  *
  * Writes that drop or overwrite dirty data of a range (writethrough,
  * writearound and bypassed writes over dirty keys) apply only after the

@@ -39,12 +39,14 @@
  * seconds is left alone.
  *
  * Yielding: while foreground I/O reaches the backing device (a request
- * sent there within the last BKC_WB_YIELD), a target of 0 does not mean
- * full speed: the controller's rate holds, so back-to-back batches do not
- * queue in front of the foreground requests.  Draining for detach, a
- * max_age pass and a set nearly full of dirty data (BKC_WB_URGENT_PCT,
- * below the point where writes start to bypass) do not yield.  A request that only hits the cache keeps the device from being
- * idle, but does not make writeback yield: it does not touch md.
+ * sent there or completed there within the last BKC_WB_YIELD), a target
+ * of 0 does not mean full speed: the controller's rate holds, so
+ * back-to-back batches do not queue in front of the foreground requests.
+ * Draining for detach, a max_age pass and a set nearly full of dirty
+ * data (BKC_WB_URGENT_PCT, below the point where writes start to bypass)
+ * do not yield.  A request that only hits the cache keeps the device
+ * from being idle, but does not make writeback yield: it does not touch
+ * md.
  */
 #include <linux/blkdev.h>
 #include <linux/delay.h>
