@@ -157,6 +157,9 @@ struct bkc_set {
 	struct bkc_epoch_slot	*epochs;
 	struct bkc_epoch_slot	big;		/* writes too large for slots */
 	atomic_t		promotes;	/* promotions in flight */
+	/* read promotions waiting for their worker (bkc_promo_kick()) */
+	struct llist_head	promo_ready;
+	struct delayed_work	promo_kick;
 
 	/* writes to flush the backing device for before they apply */
 	struct llist_head	bflush;
@@ -354,6 +357,7 @@ void bkc_backing_clean(struct bkc_backing *b);
 void bkc_submit_bio(struct bio *bio);
 unsigned int bkc_bio_front_pad(void);
 void bkc_insert_work(struct work_struct *work);
+void bkc_promo_kick(struct work_struct *work);
 void bkc_bflush_work(struct work_struct *work);
 u64 bkc_set_data_written(struct bkc_set *set);
 void bkc_backing_wrote(struct bkc_backing *b);

@@ -791,6 +791,8 @@ int bkc_meta_open(struct bkc_set *set)
 	INIT_WORK(&set->insert_work, bkc_insert_work);
 	init_llist_head(&set->bflush);
 	INIT_WORK(&set->bflush_work, bkc_bflush_work);
+	init_llist_head(&set->promo_ready);
+	INIT_DELAYED_WORK(&set->promo_kick, bkc_promo_kick);
 	set->journal_delay_ms = BKC_JOURNAL_DELAY_MS;
 	set->bucket_sectors = set->sb.bucket_size >> SECTOR_SHIFT;
 
@@ -909,7 +911,11 @@ void bkc_meta_close(struct bkc_set *set)
 {
 	if (!set->core)
 		return;
-	/* bflush and other items may queue inserts, and inserts nothing */
+	/*
+	 * Promotions waiting for their kick go to @wq first; bflush and
+	 * other items may queue inserts, and inserts nothing.
+	 */
+	flush_delayed_work(&set->promo_kick);
 	if (set->wq)
 		flush_workqueue(set->wq);
 	if (set->insert_wq)

@@ -164,6 +164,7 @@ struct bkc_clone {
 
 struct bkc_promo {
 	struct work_struct	work;
+	struct llist_node	ll;		/* on set->promo_ready */
 	struct work_struct	submit;		/* a read-around's read */
 	struct bio		*bio;
 	struct bkc_backing	*b;
@@ -842,6 +843,36 @@ static void bkc_promo_work(struct work_struct *work)
 	bkc_promo_free(p);
 }
 
+/*
+ * Queue @p's copy into the cache.  Not from here: this runs where the
+ * read completes, and waking the set's high-priority worker there would
+ * put it on the CPU the reader is about to be woken on, moving the
+ * reader to another one (a cross-CPU wakeup).  A timer a jiffy later
+ * hands the promotions gathered meanwhile to the workqueue, so the
+ * reader sees its data first and the promotions of a busy device go in
+ * batches.
+ */
+static void bkc_promo_queue(struct bkc_promo *p)
+{
+	struct bkc_set *set = p->set;
+
+	if (llist_add(&p->ll, &set->promo_ready))
+		queue_delayed_work(set->wq, &set->promo_kick, 1);
+}
+
+void bkc_promo_kick(struct work_struct *work)
+{
+	struct bkc_set *set = container_of(to_delayed_work(work),
+					   struct bkc_set, promo_kick);
+	struct llist_node *list = llist_del_all(&set->promo_ready);
+	struct bkc_promo *p, *tmp;
+
+	llist_for_each_entry_safe(p, tmp, list, ll) {
+		INIT_WORK(&p->work, bkc_promo_work);
+		queue_work(set->wq, &p->work);
+	}
+}
+
 /* The pages for a promotion of [@lba, @lba + @len) for @r, or NULL. */
 static struct bkc_promo *bkc_promo_alloc(struct bkc_req *r, u64 lba, u32 len)
 {
@@ -980,8 +1011,7 @@ static void bkc_promote(struct bkc_req *r)
 			bkc_promo_free(p);
 			continue;
 		}
-		INIT_WORK(&p->work, bkc_promo_work);
-		queue_work(set->wq, &p->work);
+		bkc_promo_queue(p);
 	}
 }
 
@@ -1052,8 +1082,7 @@ static void bkc_ra_endio(struct bio *bio)
 		bkc_promo_free(p);
 		return;
 	}
-	INIT_WORK(&p->work, bkc_promo_work);
-	queue_work(p->set->wq, &p->work);
+	bkc_promo_queue(p);
 }
 
 /*
