@@ -844,13 +844,12 @@ static void bkc_promo_work(struct work_struct *work)
 }
 
 /*
- * Queue @p's copy into the cache.  Not from here: this runs where the
- * read completes, and waking the set's high-priority worker there would
- * put it on the CPU the reader is about to be woken on, moving the
- * reader to another one (a cross-CPU wakeup).  A timer a jiffy later
- * hands the promotions gathered meanwhile to the workqueue, so the
- * reader sees its data first and the promotions of a busy device go in
- * batches.
+ * Hand @p's copy into the cache to the set's workqueue, a jiffy from now.
+ * This runs where the read completes: waking the high-priority worker
+ * here would put it on the CPU the reader is about to be woken on, and
+ * move the reader to another one (a cross-CPU wakeup).  The timer runs
+ * bkc_promo_kick(), which queues every promotion gathered meanwhile, each
+ * still as a work item of its own.
  */
 static void bkc_promo_queue(struct bkc_promo *p)
 {
