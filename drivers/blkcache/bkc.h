@@ -58,6 +58,13 @@
 #define BKC_MINORS_SHIFT	4
 #define BKC_MINORS		(1 << BKC_MINORS_SHIFT)
 #define BKC_SEQUENTIAL_CUTOFF	(4ULL << 20)
+/*
+ * A set this full of dirty data (percent of its data space): writeback
+ * stops yielding to foreground I/O (writeback.c); a little fuller, new
+ * writes in writeback mode bypass the cache (request.c).
+ */
+#define BKC_DIRTY_URGENT_PCT	90
+#define BKC_DIRTY_BYPASS_PCT	95
 #define BKC_BYPASSED_NR		8	/* bypassed write streams remembered */
 #define BKC_RA_INFLIGHT		16	/* read-around windows in flight */
 

@@ -68,7 +68,6 @@
 #define BKC_RA_SECTORS		2048	/* read-around: 1 MiB, one bio */
 #define BKC_RA_HOLES		16	/* pieces of it promoted, at most */
 #define BKC_SEQ_TIMEOUT		(2 * HZ)
-#define BKC_DIRTY_FULL_PCT	95
 #define BKC_INVAL_SHIFT		12	/* invalidations in 2 MiB pieces */
 
 enum { BKC_WP_DIRTY, BKC_WP_CLEAN };
@@ -502,15 +501,6 @@ static bool bkc_sequential(struct bkc_backing *b, struct bio *bio)
 				BKC_SEQ_TIMEOUT);
 	spin_unlock(&b->seq_lock);
 	return bytes > cutoff;
-}
-
-/* Lockless: a heuristic; being a few writes late to bypass is harmless. */
-static bool bkc_dirty_full(struct bkc_set *set)
-{
-	struct bkc_core *c = set->core;
-
-	return bkc_core_dirty_sectors_lockless(c) * 100 >
-		bkc_core_capacity(c) * BKC_DIRTY_FULL_PCT;
 }
 
 /* ---- reads ---- */
@@ -1269,7 +1259,8 @@ static void bkc_write(struct bkc_req *r)
 		why = BKC_WHY_MODE;
 	else if (op != REQ_OP_WRITE || !r->sectors)
 		why = BKC_WHY_OP;
-	else if (mode == BKC_MODE_WRITEBACK && bkc_dirty_full(set))
+	else if (mode == BKC_MODE_WRITEBACK &&
+		 bkc_core_dirty_pct_lockless(set->core, BKC_DIRTY_BYPASS_PCT))
 		why = BKC_WHY_FULL;
 	else if (bkc_sequential(b, r->bio))
 		why = BKC_WHY_SEQUENTIAL;

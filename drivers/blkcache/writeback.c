@@ -43,7 +43,7 @@
  * of 0 does not mean full speed: the controller's rate holds, so
  * back-to-back batches do not queue in front of the foreground requests.
  * Draining for detach, a max_age pass and a set nearly full of dirty
- * data (BKC_WB_URGENT_PCT, below the point where writes start to bypass)
+ * data (BKC_DIRTY_URGENT_PCT, below the point where writes start to bypass)
  * do not yield.  A request that only hits the cache keeps the device
  * from being idle, but does not make writeback yield: it does not touch
  * md.
@@ -63,7 +63,6 @@
 #define BKC_WB_BATCH		(4U << 20)	/* bytes, before stripe end */
 #define BKC_WB_IDLE		HZ
 #define BKC_WB_YIELD		(HZ / 10)
-#define BKC_WB_URGENT_PCT	90	/* of the set dirty: no yielding */
 #define BKC_WB_MIN_RATE		8		/* sectors/s */
 #define BKC_WB_FULL_RATE	(1ULL << 40)
 
@@ -582,14 +581,11 @@ static void bkc_wb_set_clean(struct bkc_backing *b)
 
 /*
  * So much of the set is dirty (all its backing devices' data) that
- * nothing yields.  Lockless: a stale sum only moves the moment.
+ * nothing yields.
  */
 static bool bkc_wb_urgent(struct bkc_backing *b)
 {
-	struct bkc_core *c = b->set->core;
-
-	return bkc_core_dirty_sectors_lockless(c) * 100 >=
-		bkc_core_capacity(c) * BKC_WB_URGENT_PCT;
+	return bkc_core_dirty_pct_lockless(b->set->core, BKC_DIRTY_URGENT_PCT);
 }
 
 static bool bkc_wb_should_wake(struct bkc_backing *b)

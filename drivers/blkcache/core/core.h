@@ -354,6 +354,18 @@ static inline u64 bkc_core_dirty_sectors_lockless(const struct bkc_core *c)
 	return READ_ONCE(c->alloc.dirty_sectors);
 }
 
+/*
+ * Is at least @pct percent of the cache's data space dirty?  One figure
+ * for the "nearly full of dirty data" heuristics (request.c, writeback.c):
+ * a stale value only moves the moment they switch.
+ */
+static inline bool bkc_core_dirty_pct_lockless(const struct bkc_core *c,
+					       u32 pct)
+{
+	return bkc_core_dirty_sectors_lockless(c) * 100 >=
+		bkc_core_capacity(c) * pct;
+}
+
 /* Sectors of live cached data (statistics). */
 static inline u64 bkc_core_live_sectors_lockless(const struct bkc_core *c)
 {
