@@ -23,6 +23,9 @@
 #	[2304M, 2304M+8*S) sparse drain region: S = DRAIN/4 of random 4k
 #	                   writes spread over it, fresh cache
 #	[3328M, 3840M)     never written through a cache: QD1 read misses
+# A cache configuration's jobs with a raw reference run again on that
+# reference right after (the twin_ figures): on the SSD's twin (a scratch
+# disk) for the SSD, on md0 itself (reads only) for the misses.
 . "$BKC_REPO/tests/vm/lib.sh"
 
 CONFIGS=(raw-ssd raw-md0 bcache dm-writecache dm-cache blkcache-wb blkcache-wt)
@@ -65,6 +68,12 @@ DMC_MIGRATION_THRESHOLD=1048576
 
 SSD=$BKC_SSD
 MD=$BKC_MD
+# The raw SSD's twin: the first scratch disk, as big as the SSD and as
+# unthrottled (scripts/bench sizes it).  A cache configuration's jobs run
+# on it too, each right after its own run, so that their ratio compares
+# two figures taken seconds apart: the host's speed drifts during a run
+# far more than between two neighbouring jobs (see the drift check).
+TWIN=${BKC_SCRATCH%% *}
 CFG=
 DEV=
 SET_UUID=
@@ -545,16 +554,70 @@ iops() {
 	fio_field 1 8 49
 }
 
+# has_twin: the current configuration is a cache and the twin is usable.
+has_twin() {
+	[ -n "$TWIN" ] && [ "${CFG#raw-}" = "$CFG" ]
+}
+
+# twin_hold 0|1: the cache's writeback held (0) while a twin job runs, and
+# let go again (1), where a knob allows.  Otherwise a cache that writes
+# back when the device goes idle (blkcache) would share the guest's CPUs
+# with the twin and make its reference slow.  Holding waits (3 s at most)
+# for md0 to finish what writeback had sent it.
+twin_hold() {
+	local a i
+	case $CFG in
+	bcache) a=$(bcache_attr writeback_running) ;;
+	blkcache-*) a=$(blkcache_attr writeback_running) ;;
+	*) return 0 ;;
+	esac
+	[ -w "$a" ] || return 0
+	sysfs_set "$a" "$1"
+	[ "$1" = 0 ] || return 0
+	for ((i = 0; i < 30; i++)); do
+		[[ $(</sys/block/md0/inflight) =~ ^\ *0\ +0$ ]] && return 0
+		sleep 0.1
+	done
+}
+
+# twin_fio METRIC FIO-OPTION...: the job just run, again on the SSD's
+# twin, as this configuration's twin_METRIC (IOPS).
+twin_fio() {
+	local metric=$1 DEV=$TWIN v
+	shift
+	has_twin || return 0
+	twin_hold 0
+	if fio_run "twin-$metric" "$@"; then
+		v=$(iops)
+	else
+		v=n/a
+	fi
+	twin_hold 1
+	put "twin_$metric" "$v" "$([ "$v" != n/a ] || echo "fio failed")"
+}
+
+# twin_ioping METRIC OFF SIZE TARGET: ioping_avg on TARGET as twin_METRIC.
+twin_ioping() {
+	local v
+	has_twin || return 0
+	twin_hold 0
+	v=$(ioping_avg "$2" "$3" "$4") || v=n/a
+	twin_hold 1
+	put "twin_$1" "$v"
+}
+
 job_rand() {
 	local metric=$1
 	shift
-	if fio_run "$metric" --ioengine=libaio --bs=4k --offset=$RAND_OFF --size=$RAND_SIZE \
-		--time_based --runtime="$RUNTIME" "$@"; then
+	set -- --ioengine=libaio --bs=4k --offset=$RAND_OFF --size=$RAND_SIZE \
+		--time_based --runtime="$RUNTIME" "$@"
+	if fio_run "$metric" "$@"; then
 		put "$metric" "$(iops)"
 		[ "$metric" != randwrite ] || put cpu_randwrite "$(cpu_per_io)"
 	else
 		put "$metric" n/a "fio failed"
 	fi
+	twin_fio "$metric" "$@"
 }
 
 # restore_cutoff ATTR OLD: puts back a value read from ATTR, which may be
@@ -586,13 +649,16 @@ job_hot() {
 		return
 	fi
 	[ -z "$old" ] || restore_cutoff "$attr" "$old"
-	if fio_run hotread --ioengine=libaio --rw=randread --bs=4k --iodepth=8 \
-		--offset=$HOT_OFF --size=$HOT_SIZE --time_based --runtime="$RUNTIME"; then
+	set -- --ioengine=libaio --rw=randread --bs=4k --iodepth=8 \
+		--offset=$HOT_OFF --size=$HOT_SIZE --time_based --runtime="$RUNTIME"
+	if fio_run hotread "$@"; then
 		put hotread "$(iops)" "${old:+sequential_cutoff 0 while writing it}"
 		put cpu_hotread "$(cpu_per_io)"
 	else
 		put hotread n/a "fio failed"
 	fi
+	# the twin was written once (precondition): it reads as written data
+	twin_fio hotread "$@"
 }
 
 # p999: the 99.9th percentile of the write completion latency of the
@@ -641,12 +707,14 @@ job_seqrand() {
 		put seqrand n/a "preparing write failed"
 		return
 	fi
-	if fio_run seqrand --ioengine=libaio --rw=randread --bs=4k --iodepth=8 \
-		--offset=$SEQRAND_OFF --size=$SEQRAND_SIZE --time_based --runtime="$RUNTIME"; then
+	set -- --ioengine=libaio --rw=randread --bs=4k --iodepth=8 \
+		--offset=$SEQRAND_OFF --size=$SEQRAND_SIZE --time_based --runtime="$RUNTIME"
+	if fio_run seqrand "$@"; then
 		put seqrand "$(iops)"
 	else
 		put seqrand n/a "fio failed"
 	fi
+	twin_fio seqrand "$@"
 }
 
 # ioping_avg [OFF SIZE [TARGET]]: QD1 4k direct reads of $DEV's hot region
@@ -681,12 +749,15 @@ job_latency() {
 		put lat_idle n/a "ioping failed"
 		error "ioping failed"
 	fi
+	twin_ioping lat_idle "$HOT_OFF" "$HOT_SIZE" "$TWIN"
 	# QD1 reads of data no job wrote through the cache: misses
 	if v=$(ioping_avg "$MISS_OFF" "$MISS_SIZE"); then
 		put lat_miss "$v"
 	else
 		put lat_miss n/a "ioping failed"
 	fi
+	# their reference: md0 itself, read (never written) under the cache
+	twin_ioping lat_miss "$MISS_OFF" "$MISS_SIZE" "$MD"
 	# The same while a 4k random writer (QD4) runs in the random region.
 	fio --name=bgwrite --filename="$DEV" --direct=1 --ioengine=libaio \
 		--rw=randwrite --bs=4k --iodepth=4 --offset=$RAND_OFF --size=$RAND_SIZE \
@@ -864,14 +935,14 @@ in_config() {
 	set -e
 }
 
-# precondition: writes every HDD and the SSD once, all in parallel.  The
+# precondition: writes every HDD, the SSD and its twin once, in parallel.  The
 # disk images start sparse, and a first write into a hole costs the host
 # an allocation: without this the first configuration measured (the raw
 # SSD) loses a third of its IOPS.
 precondition() {
 	local d pids=() t0 rc=0
 	t0=$(now_us)
-	for d in $BKC_HDDS $SSD; do
+	for d in $BKC_HDDS $SSD $TWIN; do
 		dd if=/dev/zero of="$d" bs=4M count=$(($(dev_bytes "$d") / (4 * MIB))) \
 			oflag=direct status=none &
 		pids+=($!)
@@ -1007,6 +1078,12 @@ main() {
 		echo "kernel $(uname -r)"
 		echo "runtime ${RUNTIME}s per job; drain ${DRAIN_MIB} MiB, fill cap ${FILL_CAP}s, drain cap ${DRAIN_CAP}s"
 		echo "ssd $SSD $(($(dev_bytes "$SSD") / MIB)) MiB; hdds $BKC_HDDS"
+		if [ -n "$TWIN" ] && [ "$(dev_bytes "$TWIN")" -ge "$NEED_BYTES" ]; then
+			echo "twin $TWIN $(($(dev_bytes "$TWIN") / MIB)) MiB"
+		else
+			echo "twin none (no scratch disk of $((NEED_BYTES / MIB)) MiB)"
+			TWIN=
+		fi
 		echo "configs ${SELECTED[*]}"
 	} >"$OUT/meta.txt"
 	# a drain may take up to DRAIN_CAP: a peer's flush that waits that
