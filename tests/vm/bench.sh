@@ -635,8 +635,6 @@ restore_cutoff() {
 	sysfs_set "$1" "$b"
 }
 
-# Hot reads: write the region sequentially (with the sequential bypass off,
-# so that it lands in the cache), then 4k random reads over it.
 # write_cached NAME OFF SIZE: write [OFF, OFF+SIZE) once, 1 MiB at QD4,
 # with the sequential bypass off where the cache has a knob for it, so
 # that it lands in the cache.  PREP_NOTE says what was set.
@@ -654,6 +652,8 @@ write_cached() {
 	return "$rc"
 }
 
+# Hot reads: write the region sequentially (with the sequential bypass off,
+# so that it lands in the cache), then 4k random reads over it.
 job_hot() {
 	if ! write_cached hotprep $HOT_OFF $HOT_SIZE; then
 		put hotread n/a "preparing write failed"
