@@ -284,6 +284,14 @@ extern struct list_head bkc_dead_backings;
 extern struct kobject *bkc_kobj;
 extern int bkc_major;
 
+/* io.c: bios over a kmalloc'ed or vmalloc'ed buffer */
+int bkc_io_sync(struct block_device *bdev, blk_opf_t opf, u64 sector,
+		void *buf, u32 len);
+void bkc_io_async(struct block_device *bdev, blk_opf_t opf, u64 sector,
+		  void *buf, u32 len, bio_end_io_t *end_io, void *private,
+		  atomic_t *pending);
+void bkc_io_read_done(void *buf, u32 len);
+
 /* super.c */
 int bkc_sb_read(struct block_device *bdev, struct bkc_sb_info *sb,
 		const char **why);

@@ -16,13 +16,11 @@
  */
 #include <linux/blkdev.h>
 #include <linux/delay.h>
-#include <linux/highmem.h>
 #include <linux/kthread.h>
 #include <linux/random.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
-#include <linux/vmalloc.h>
 
 #include "bkc.h"
 #include "trace.h"
@@ -36,11 +34,6 @@
 
 /* ---- synchronous metadata I/O ---- */
 
-static struct page *bkc_buf_page(void *p)
-{
-	return is_vmalloc_addr(p) ? vmalloc_to_page(p) : virt_to_page(p);
-}
-
 /*
  * Read or write @len bytes of @buf (kmalloc'ed or vmalloc'ed) at @sector
  * of the cache device, waiting for completion.  Every error is a cache
@@ -50,49 +43,23 @@ static struct page *bkc_buf_page(void *p)
 int bkc_meta_io(struct bkc_set *set, blk_opf_t opf, u64 sector, void *buf,
 		u32 len)
 {
-	bool write = op_is_write(opf), vm = is_vmalloc_addr(buf);
-	u64 start = sector;
-	u8 *p = buf;
-	int r = 0;
+	bool write = op_is_write(opf);
+	int r;
 
 	if (bkc_set_failed(set))
 		return -EIO;
-	if (vm && write)
-		flush_kernel_vmap_range(buf, len);
 	if (write && (opf & REQ_META))
 		atomic64_add(len, &set->meta_written);
 	else if (write)
 		this_cpu_add(*set->data_written, len);
-	while (len && !r) {
-		u32 n = 0, chunk;
-		struct bio *bio;
-
-		bio = bio_alloc(set->dev.bdev, BIO_MAX_VECS, opf, GFP_NOIO);
-		bio->bi_iter.bi_sector = sector;
-		while (len) {
-			chunk = min_t(u32, len, PAGE_SIZE - offset_in_page(p));
-			if (bio_add_page(bio, bkc_buf_page(p), chunk,
-					 offset_in_page(p)) != chunk)
-				break;
-			p += chunk;
-			len -= chunk;
-			n += chunk;
-		}
-		r = submit_bio_wait(bio);
-		bio_put(bio);
-		sector += n >> SECTOR_SHIFT;
-		opf &= ~REQ_PREFLUSH;
-	}
-	if (vm && !write)
-		invalidate_kernel_vmap_range(buf, p - (u8 *)buf);
+	r = bkc_io_sync(set->dev.bdev, opf, sector, buf, len);
 	if (r) {
 		bkc_set_io_error(set, r, !(opf & REQ_META) ? (write ?
 				 "data move write" : "data move read") :
 				 write ? "metadata write" : "metadata read");
 		bkc_err_ratelimited(set->dev.bdev,
 				    "%s of %u bytes at sector %llu failed (%d)",
-				    write ? "write" : "read",
-				    (u32)(p - (u8 *)buf) + len, start, r);
+				    write ? "write" : "read", len, sector, r);
 		if (write && (opf & REQ_META))
 			bkc_set_fail(set, "a metadata write failed", r);
 	}

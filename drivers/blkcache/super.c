@@ -10,15 +10,9 @@
 static int bkc_sb_io(struct block_device *bdev, struct page *page,
 		     blk_opf_t opf)
 {
-	struct bio *bio;
-	int r;
-
-	bio = bio_alloc(bdev, 1, opf | REQ_SYNC | REQ_META, GFP_NOIO);
-	bio->bi_iter.bi_sector = BKC_SB_OFFSET >> SECTOR_SHIFT;
-	__bio_add_page(bio, page, BKC_SB_SIZE, 0);
-	r = submit_bio_wait(bio);
-	bio_put(bio);
-	return r;
+	return bkc_io_sync(bdev, opf | REQ_SYNC | REQ_META,
+			   BKC_SB_OFFSET >> SECTOR_SHIFT, page_address(page),
+			   BKC_SB_SIZE);
 }
 
 /*

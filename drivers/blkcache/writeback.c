@@ -54,7 +54,6 @@
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
-#include <linux/vmalloc.h>
 
 #include "bkc.h"
 #include "trace.h"
@@ -123,7 +122,7 @@ void bkc_wb_kick(struct bkc_backing *b)
 	wake_up(&b->wb.kick);
 }
 
-/* ---- async I/O on a kvmalloc'ed buffer ---- */
+/* ---- async I/O on the runs' kvmalloc'ed buffers (io.c) ---- */
 
 static void bkc_wb_endio(struct bio *bio)
 {
@@ -142,28 +141,8 @@ static void bkc_wb_endio(struct bio *bio)
 static void bkc_wb_io(struct bkc_wb_ctx *x, struct block_device *bdev,
 		      blk_opf_t opf, sector_t sector, void *buf, u32 len)
 {
-	u8 *p = buf;
-
-	while (len) {
-		struct bio *bio = bio_alloc(bdev, BIO_MAX_VECS, opf, GFP_NOIO);
-		u32 chunk;
-
-		bio->bi_iter.bi_sector = sector;
-		bio->bi_private = x;
-		bio->bi_end_io = bkc_wb_endio;
-		while (len) {
-			chunk = min_t(u32, len, PAGE_SIZE - offset_in_page(p));
-			if (bio_add_page(bio, is_vmalloc_addr(p) ?
-					 vmalloc_to_page(p) : virt_to_page(p),
-					 chunk, offset_in_page(p)) != chunk)
-				break;
-			p += chunk;
-			len -= chunk;
-			sector += chunk >> SECTOR_SHIFT;
-		}
-		atomic_inc(&x->pending);
-		submit_bio(bio);
-	}
+	bkc_io_async(bdev, opf, sector, buf, len, bkc_wb_endio, x,
+		     &x->pending);
 }
 
 static void bkc_wb_phase_begin(struct bkc_wb_ctx *x, bool cache)
@@ -476,6 +455,10 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 				    start, end - 1, r);
 		goto out;
 	}
+	/* every read of the runs is done (the backing device's ones too) */
+	for (i = 0; i < x->nruns; i++)
+		bkc_io_read_done(x->runs[i].buf,
+				 x->runs[i].len << SECTOR_SHIFT);
 	/*
 	 * The keys were taken from the index in memory: a key whose journal
 	 * entry is not durable yet may vanish in a power cut, and the older
