@@ -112,11 +112,16 @@ enum {
 	RQ_RELOOKUP	= 1 << 15,	/* a dirty hit went stale: read again */
 	RQ_ACCT		= 1 << 16,	/* I/O accounting started */
 	RQ_FAST		= 1 << 17,	/* bypass, nothing to invalidate */
-	RQ_PARK		= 1 << 18,	/* insert worker: park it */
-	RQ_REROUTE	= 1 << 19,	/* insert worker: write it around */
-	RQ_DEFER	= 1 << 20,	/* insert worker: flush backing first */
-	RQ_FLUSHED	= 1 << 21,	/* backing flushed since its write */
-	RQ_COUNTED	= 1 << 22,	/* write hit or miss counted */
+	RQ_FLUSHED	= 1 << 18,	/* backing flushed since its write */
+	RQ_COUNTED	= 1 << 19,	/* write hit or miss counted */
+};
+
+/* What the insert worker does with a request once the set is unlocked. */
+enum {
+	BKC_INS_FINISH,		/* its keys are in: finish it */
+	BKC_INS_PARK,		/* the set failed: park it */
+	BKC_INS_REROUTE,	/* write it around (bkc_reroute()) */
+	BKC_INS_DEFER,		/* flush the backing device first */
 };
 
 /* What a parked request has done already (bkc_park()). */
@@ -149,6 +154,7 @@ struct bkc_req {
 	struct work_struct	work;
 	struct list_head	fo_node;	/* on b->fo_parked */
 	u8			park;		/* BKC_PARK_* */
+	u8			ins_next;	/* BKC_INS_* */
 	struct bkc_fg_range	range;
 	struct bkc_seg		seg[BKC_SEGS];
 };
@@ -1500,14 +1506,14 @@ void bkc_insert_work(struct work_struct *work)
 	bkc_set_lock(set);
 	llist_for_each_entry(r, list, ll) {
 		if (bkc_set_failed(set)) {
-			r->flags |= RQ_PARK;
+			r->ins_next = BKC_INS_PARK;
 			continue;
 		}
 		if ((r->flags & (RQ_WB | RQ_CACHE_ERR)) ==
 		    (RQ_WB | RQ_CACHE_ERR)) {
 			bkc_release_extents(r);
 			if (!bkc_core_dev_dirty(set->core, r->b->dev_id)) {
-				r->flags |= RQ_REROUTE;
+				r->ins_next = BKC_INS_REROUTE;
 				continue;
 			}
 			/*
@@ -1547,7 +1553,7 @@ void bkc_insert_work(struct work_struct *work)
 				break;
 		}
 		if (ret == -EINPROGRESS) {
-			r->flags |= RQ_DEFER;
+			r->ins_next = BKC_INS_DEFER;
 			defer = true;
 			continue;
 		}
@@ -1562,7 +1568,7 @@ void bkc_insert_work(struct work_struct *work)
 			bkc_set_fail(set, "a write could not be recorded", ret);
 		}
 		if (ret) {
-			r->flags |= RQ_PARK;
+			r->ins_next = BKC_INS_PARK;
 			continue;
 		}
 		if (r->jseq)
@@ -1576,16 +1582,20 @@ void bkc_insert_work(struct work_struct *work)
 
 	/* r may be finished (and freed) by each call: iterate safely */
 	llist_for_each_entry_safe(r, tmp, list, ll) {
-		if (r->flags & RQ_PARK) {
-			r->flags &= ~RQ_PARK;
+		u8 next = r->ins_next;
+
+		r->ins_next = BKC_INS_FINISH;
+		switch (next) {
+		case BKC_INS_PARK:
 			bkc_park(r, BKC_PARK_INSERT);
-		} else if (r->flags & RQ_REROUTE) {
-			r->flags &= ~RQ_REROUTE;
+			break;
+		case BKC_INS_REROUTE:
 			bkc_reroute(r);
-		} else if (r->flags & RQ_DEFER) {
-			r->flags &= ~RQ_DEFER;
+			break;
+		case BKC_INS_DEFER:
 			llist_add(&r->ll, &set->bflush);
-		} else {
+			break;
+		default:
 			bkc_write_finish(r);
 		}
 	}
