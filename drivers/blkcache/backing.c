@@ -48,6 +48,23 @@ u64 bkc_backing_dirty_sectors(struct bkc_backing *b)
 }
 
 /*
+ * Sectors per stripe of @b where writing part of a stripe costs reads
+ * (md RAID5/6), with its data area stripe-aligned, so that cacheN's
+ * stripes are the backing device's; else 0.  Writeback fills such
+ * stripes whole, and the request path caches a stream's writes that land
+ * in one holding dirty data (the RAID-stripe rule).
+ */
+u64 bkc_backing_stripe(struct bkc_backing *b)
+{
+	u64 stripe = bdev_io_opt(b->dev.bdev) >> SECTOR_SHIFT;
+
+	if (stripe <= 1 || !bkc_partial_stripes_expensive(b->dev.bdev) ||
+	    b->data_start % stripe)
+		return 0;
+	return stripe;
+}
+
+/*
  * I/O gate.  Requests hold b->inflight from submission to completion;
  * changing the set a running device uses first quiesces it: new
  * requests wait, requests in flight drain.

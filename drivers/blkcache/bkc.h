@@ -363,6 +363,7 @@ int bkc_backing_set_state(struct bkc_backing *b, u32 state);
 bool bkc_backing_busy(struct bkc_backing *b);
 u32 bkc_backing_state(struct bkc_backing *b);
 u64 bkc_backing_dirty_sectors(struct bkc_backing *b);
+u64 bkc_backing_stripe(struct bkc_backing *b);
 int bkc_backing_force_run(struct bkc_backing *b);
 void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set);
 void bkc_backing_enter(struct bkc_backing *b);

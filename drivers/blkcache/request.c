@@ -21,7 +21,9 @@
  *   writearound   data to the backing device, cached copies invalidated
  *   none          the same as writearound
  * Bypassed writes (sequential streams past sequential_cutoff, a cache
- * full of dirty data, discard, write-zeroes) go the writearound way.
+ * full of dirty data, discard, write-zeroes) go the writearound way; in
+ * writeback mode a stream's write into a RAID stripe that holds dirty
+ * data is cached (bkc_stripe_dirty()).
  * Keys are inserted by the set's insert worker once the data is written;
  * a write with FUA completes only once the journal entry holding its keys
  * is durable.  A PREFLUSH flushes the backing device and commits the
@@ -1249,6 +1251,41 @@ static int bkc_has_key(void *arg, const struct bkc_key *k, u64 pos, u32 len)
 	return k ? 1 : 0;
 }
 
+static int bkc_has_dirty(void *arg, const struct bkc_key *k, u64 pos,
+			 u32 len)
+{
+	return k && bkc_key_dirty(k) ? 1 : 0;
+}
+
+/*
+ * The RAID-stripe rule: in writeback mode, a stream's write that would
+ * bypass is cached instead when a stripe it touches already holds dirty
+ * data.  Bypassed, it would cost md a partial-stripe write now and, once
+ * the dirty data drains, another one; cached, writeback writes the stripe
+ * whole.  It also spares the backing flush that must come before a
+ * bypassed write may drop dirty data (bkc_apply()).  The device's dirty
+ * count is read without the lock: a stale value only decides whether the
+ * stripe is looked up, and either route is correct.
+ */
+static bool bkc_stripe_dirty(struct bkc_req *r)
+{
+	struct bkc_backing *b = r->b;
+	struct bkc_set *set = r->set;
+	u64 stripe = bkc_backing_stripe(b), s, e;
+	int ret;
+
+	if (!stripe || !bkc_core_dev_dirty_lockless(set->core, b->dev_id))
+		return false;
+	s = r->lba - r->lba % stripe;
+	e = min_t(u64, roundup(r->lba + r->sectors, stripe),
+		  get_capacity(b->disk));
+	down_read(&set->lock);
+	ret = bkc_core_lookup(set->core, b->dev_id, s, e - s, bkc_has_dirty,
+			      NULL);
+	up_read(&set->lock);
+	return ret > 0;
+}
+
 static void bkc_write(struct bkc_req *r)
 {
 	struct bkc_backing *b = r->b;
@@ -1268,7 +1305,8 @@ static void bkc_write(struct bkc_req *r)
 	else if (mode == BKC_MODE_WRITEBACK &&
 		 bkc_core_dirty_pct_lockless(set->core, BKC_DIRTY_BYPASS_PCT))
 		why = BKC_WHY_FULL;
-	else if (bkc_sequential(b, r->bio))
+	else if (bkc_sequential(b, r->bio) &&
+		 !(mode == BKC_MODE_WRITEBACK && bkc_stripe_dirty(r)))
 		why = BKC_WHY_SEQUENTIAL;
 	if (why == BKC_WHY_SEQUENTIAL)
 		bkc_note_bypassed(b, r->lba, r->sectors);
@@ -1362,12 +1400,6 @@ static int bkc_apply_keys(struct bkc_req *r, bool dirty)
 			  BKC_STAT_WRITE_MISSES, 1);
 	}
 	return 0;
-}
-
-static int bkc_has_dirty(void *arg, const struct bkc_key *k, u64 pos,
-			 u32 len)
-{
-	return k && bkc_key_dirty(k) ? 1 : 0;
 }
 
 /*

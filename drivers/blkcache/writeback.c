@@ -72,21 +72,6 @@ struct bkc_wb_run {
 	void	*buf;
 };
 
-/*
- * Sectors per stripe when writeback fills partly dirty stripes (see the
- * top of this file), else 0: the backing device must be a RAID whose
- * partial-stripe writes cost reads, with the data area stripe-aligned.
- */
-static u64 bkc_wb_fill_stripe(struct bkc_backing *b)
-{
-	u64 stripe = bdev_io_opt(b->dev.bdev) >> SECTOR_SHIFT;
-
-	if (stripe <= 1 || !bkc_partial_stripes_expensive(b->dev.bdev) ||
-	    b->data_start % stripe)
-		return 0;
-	return stripe;
-}
-
 struct bkc_wb_ctx {
 	struct bkc_backing	*b;
 	struct bkc_key		*keys;
@@ -182,7 +167,7 @@ static int bkc_wb_collect(void *arg, const struct bkc_key *k)
 
 /*
  * Stripe-aligned batch range starting at or after @from, or false; @fill
- * is the stripe when partly dirty stripes are filled (bkc_wb_fill_stripe).
+ * is the stripe when partly dirty stripes are filled (bkc_backing_stripe).
  */
 static bool bkc_wb_pick_range(struct bkc_backing *b, struct bkc_wb_ctx *x,
 			      u64 from, u64 fill, u64 *start, u64 *end)
@@ -397,7 +382,7 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	struct bkc_set *set = b->set;
 	struct bkc_wb_pick pick = { .x = x };
 	struct blk_plug plug;
-	u64 start, end, done = 0, stripe = bkc_wb_fill_stripe(b);
+	u64 start, end, done = 0, stripe = bkc_backing_stripe(b);
 	u32 i, k;
 	long r;
 

@@ -26,7 +26,11 @@
 #     fire, bkc_set_fail does not;
 #   - issue 9, read-around: after 256 random reads of a 16 MiB region
 #     written by one 64k stream (12 MiB of it bypassed), at least 90 % of
-#     its 4096 blocks hit.
+#     its 4096 blocks hit;
+#   - issue 9, the RAID-stripe rule: a 32 MiB stream's writes into 8
+#     stripes that hold dirty data are cached, the rest past the cutoff
+#     bypassed, and the data reads back from cache0 and, after writeback,
+#     from md0.
 # shellcheck disable=SC2119  # make_raid5 takes no arguments here
 . "$BKC_REPO/tests/vm/lib.sh"
 . "$BKC_REPO/tests/vm/verify-lib.sh"
@@ -309,5 +313,48 @@ log "read-around: then every block once: $(stats)"
 [ "$h" -ge 3686 ] ||
 	fail "read-around: $h hits of 4096 blocks of a bypassed stream after 256 random reads"
 expect_stat cache_miss_collisions 0 "read-around with no write"
+
+# -- issue 9: the RAID-stripe rule -------------------------------------------
+# In writeback mode a stream's write is cached, not bypassed, where its
+# stripe already holds dirty data.  One dirty 4k block in each of 8
+# stripes past the first 4 MiB, then a 32 MiB 64k stream over them:
+# bypassed is 32 MiB less sequential_cutoff and less those 8 stripes, and
+# the dirty data grows by as much.  The data reads back as written, from
+# /dev/cache0 and, once written back, from md0 itself.
+S=$(cat /sys/block/cache0/queue/optimal_io_size)
+{ [ "$S" -ge 65536 ] && [ $((MB % S)) = 0 ]; } ||
+	fail "stripe rule: optimal_io_size of cache0 is '$S'"
+base=$((1760 * MB))
+echo 0 >"$BATTR/writeback_running"
+for ((i = 0; i < 8; i++)); do
+	dd if=/dev/urandom of=/dev/cache0 bs=4k count=1 oflag=direct \
+		conv=notrunc status=none \
+		seek=$(((base + (40 + 16 * i) * S) / 4096 + i)) ||
+		fail "stripe rule: writing a dirty block failed"
+done
+dd if=/dev/urandom of=/tmp/stream.bin bs=1M count=32 status=none
+clear_stats
+d0=$(dirty_sectors)
+dd if=/tmp/stream.bin of=/dev/cache0 bs=64k oflag=direct conv=notrunc \
+	status=none seek=$((base / 65536)) || fail "stripe rule: the stream failed"
+by=$(bypassed_bytes)
+d1=$(dirty_sectors)
+grow=$(((d1 - d0) * 512))
+log "stripe rule: 32 MiB stream over 8 dirty ${S}-byte stripes:" \
+	"bypassed $(stat_get bypassed), dirty +$((grow / 1024)) KiB"
+want=$((28 * MB - 8 * S))
+in_range "$by" $((want - 65536)) $((want + 65536)) ||
+	fail "stripe rule: bypassed $by bytes, expected $want (not 28 MiB: the dirty stripes cached)"
+want=$((4 * MB + 8 * S - 8 * 4096))
+in_range "$grow" $((want - 65536)) $((want + 65536)) ||
+	fail "stripe rule: the dirty data grew by $grow bytes, expected $want"
+sum=$(sha256sum </tmp/stream.bin | cut -d' ' -f1)
+[ "$(region_sum /dev/cache0 "$base" $((32 * MB)))" = "$sum" ] ||
+	fail "stripe rule: /dev/cache0 does not read back the stream"
+wait_clean 120
+[ "$(region_sum /dev/md0 $(($(data_offset) + base)) $((32 * MB)))" = "$sum" ] ||
+	fail "stripe rule: md0 does not hold the stream after writeback"
+echo 10 >"$BATTR/writeback_percent"
+rm -f /tmp/stream.bin
 stop_all
 bkc_unload
