@@ -69,30 +69,44 @@ static void test_lru(void)
 {
 	struct bkc_alloc a;
 	u64 b[16], v;
-	u32 i;
+	u32 i, clock;
 
 	setup(&a, BKC_REPL_LRU, 1);
-	fill(&a, b, 16);
-	/* read hits on 3, 0 and 7, in that order */
+	fill(&a, b, 13);
+	/* read hits on 3, 0 and 7, each followed by a fill */
 	bkc_alloc_touch(&a, b[3]);
+	fill(&a, &b[13], 1);
 	bkc_alloc_touch(&a, b[0]);
+	fill(&a, &b[14], 1);
 	bkc_alloc_touch(&a, b[7]);
+	clock = a.clock;
+	/* hits are coarse: a second one stores nothing, and none moves the clock */
+	bkc_alloc_touch(&a, b[7]);
+	bkc_alloc_touch(&a, b[3]);
+	CHECK_EQ(a.clock, clock);
+	CHECK_EQ(a.b[b[3]].prio, a.b[b[7]].prio);
+	fill(&a, &b[15], 1);
 	/* the never-used buckets are empty and go first: skip them */
 	for (i = 0; i < NB; i++) {
 		v = victim(&a);
 		if (a.b[v].prio || v == b[0])
 			break;
 	}
-	/* then 1, 2, 4, 5, 6, 8 .. 15, and 3, 0, 7 last */
+	/* then 1, 2, 4, 5, 6, 8 .. 12, and each hit just after its fill */
 	CHECK_EQ(v, b[1]);
 	CHECK_EQ(victim(&a), b[2]);
 	CHECK_EQ(victim(&a), b[4]);
-	for (i = 5; i < 16; i++)
+	for (i = 5; i < 13; i++)
 		if (i != 7)
 			CHECK_EQ(victim(&a), b[i]);
-	CHECK_EQ(victim(&a), b[3]);
+	CHECK_EQ(victim(&a), b[13]);
 	CHECK_EQ(victim(&a), b[0]);
-	CHECK_EQ(victim(&a), b[7]);
+	CHECK_EQ(victim(&a), b[14]);
+	/* 3 and 7 were read last, after b[14]'s fill, and tie */
+	v = victim(&a);
+	CHECK(v == b[3] || v == b[7]);
+	CHECK_EQ(victim(&a), v == b[3] ? b[7] : b[3]);
+	CHECK_EQ(victim(&a), b[15]);
 	bkc_alloc_exit(&a);
 }
 

@@ -131,6 +131,7 @@ int bkc_core_mark_clean(struct bkc_core *c, const struct bkc_key *k, u64 *seq);
 int bkc_core_move(struct bkc_core *c, const struct bkc_key *old, u64 bucket,
 		  u32 off, u8 gen, u64 *seq);
 
+/* A read hit on @bucket; safe under the shared side of the lock (policy.c) */
 static inline void bkc_core_touch(struct bkc_core *c, u64 bucket)
 {
 	bkc_alloc_touch(&c->alloc, bucket);

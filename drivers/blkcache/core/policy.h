@@ -14,7 +14,7 @@ struct bkc_repl_ops {
 	const char	*name;
 	/* @bucket was opened for new data */
 	void		(*filled)(struct bkc_alloc *a, u64 bucket);
-	/* data in @bucket was read */
+	/* data in @bucket was read; may run concurrently with itself */
 	void		(*accessed)(struct bkc_alloc *a, u64 bucket);
 	/* eviction score: higher is evicted first */
 	u64		(*score)(const struct bkc_alloc *a, u64 bucket);
