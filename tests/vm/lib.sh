@@ -57,6 +57,14 @@ on_exit() {
 	BKC_ON_EXIT=("$*" "${BKC_ON_EXIT[@]}")
 }
 
+# dmesg_has PATTERN: the kernel log has a line matching the grep regex.
+# Not `dmesg | grep -q`: under pipefail, grep -q exits at its first match,
+# dmesg dies of SIGPIPE if it is still writing, and the pipeline fails
+# although the line is there.  Pipelines into grep here read all input.
+dmesg_has() {
+	dmesg | grep -e "$1" >/dev/null
+}
+
 # check_dmesg: fails (returns 1) if the kernel log shows a BUG, an oops, a
 # WARNING, a call trace or a hung task, printing the offending lines.
 check_dmesg() {

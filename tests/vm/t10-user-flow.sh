@@ -39,7 +39,7 @@ log "md0 $md_bytes bytes, cache0 $c_bytes bytes, data_offset $off, io_opt $io_op
 	fail "data offset $off is not a multiple of io_opt $io_opt"
 [ "$(cat /sys/block/cache0/queue/optimal_io_size)" = "$io_opt" ] ||
 	fail "cache0 does not advertise md0's io_opt"
-"$make_cache" --show /dev/md0 | grep -q "^data_offset: *$off\$" ||
+"$make_cache" --show /dev/md0 | grep "^data_offset: *$off\$" >/dev/null ||
 	fail "superblock data_offset is not $off"
 
 mkfs.xfs -q -f /dev/cache0 || fail "mkfs.xfs failed"

@@ -30,9 +30,9 @@ must_fail sh -c "echo not-a-uuid >$attr/attach"
 
 echo "$set_uuid" >$attr/attach
 [ "$(cat $attr/state)" = clean ] || fail "state after attach '$(cat $attr/state)'"
-"$make_cache" --show /dev/md0 | grep -q "^set_uuid: *$set_uuid" ||
+"$make_cache" --show /dev/md0 | grep "^set_uuid: *$set_uuid" >/dev/null ||
 	fail "attach not recorded in the backing superblock"
-"$make_cache" --show /dev/md0 | grep -q "^state: *clean" ||
+"$make_cache" --show /dev/md0 | grep "^state: *clean" >/dev/null ||
 	fail "superblock state not clean"
 echo "$set_uuid" >$attr/attach || fail "attaching again to the same set should succeed"
 
@@ -67,7 +67,7 @@ done
 # Detach: recorded on disk, survives re-registration.
 echo 1 >$attr/detach
 [ "$(cat $attr/state)" = "no cache" ] || fail "state after detach '$(cat $attr/state)'"
-"$make_cache" --show /dev/md0 | grep -q "^state: *no cache" ||
+"$make_cache" --show /dev/md0 | grep "^state: *no cache" >/dev/null ||
 	fail "detach not recorded in the backing superblock"
 echo 1 >$attr/detach || fail "detaching a detached device should succeed"
 echo 1 >$attr/stop

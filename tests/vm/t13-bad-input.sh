@@ -27,7 +27,7 @@ expect_reg() {
 		fail "registering $dev ($why) succeeded"
 	fi
 	grep -q "$want" <<<"$err" || fail "registering $dev ($why): '$err', wanted '$want'"
-	dmesg | grep -q "blkcache: ${dev#/dev/}: .*$why" ||
+	dmesg_has "blkcache: ${dev#/dev/}: .*$why" ||
 		fail "no dmesg line for $dev: $why (got: $(dmesg | grep blkcache))"
 	# shellcheck disable=SC2012
 	after=$(ls /sys/fs/blkcache /dev | sort)

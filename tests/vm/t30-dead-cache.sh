@@ -84,7 +84,7 @@ after_failure() {
 	[ "$(md0_sb set_uuid)" = 00000000-0000-0000-0000-000000000000 ] ||
 		fail "md0's superblock still names set $(md0_sb set_uuid)"
 	[ "$(md0_sb state)" = "no cache" ] || fail "md0's superblock says '$(md0_sb state)'"
-	dmesg | grep -q "blkcache: md0: cache set $BKC_SET on ${dev##*/} failed: cache0 runs without a cache" ||
+	dmesg_has "blkcache: md0: cache set $BKC_SET on ${dev##*/} failed: cache0 runs without a cache" ||
 		fail "no dmesg line naming md0 and ${dev##*/}"
 	[ "$(cat "$(set_attr io_errors)")" -gt 0 ] || fail "io_errors is 0"
 	# new data reads back, old data still verifies
@@ -201,7 +201,7 @@ for _ in $(seq 1 150); do
 done
 bg_collect a b
 dmesg | grep "blkcache: .*cache set $BKC_SET failed" | tail -n1
-dmesg | grep -q "cache set $BKC_SET failed: .*(-28)" ||
+dmesg_has "cache set $BKC_SET failed: .*(-28)" ||
 	fail "the thin device's failure did not report ENOSPC"
 after_failure "$(lsblk -dno KNAME "$CACHE_DEV")"
 for d in bkcthin bkcpool bkcdata bkcmeta; do
@@ -226,7 +226,7 @@ echo 2 >/sys/bus/pseudo/drivers/scsi_debug/opts
 # push this one out of the kernel log before it is looked at
 dd if=/dev/cache0 of=/dev/null bs=16k count=1 iflag=direct status=none ||
 	fail "a read of a clean hit failed with a medium error on the cache"
-dmesg | grep -q "cache device data read error (-61)" ||
+dmesg_has "cache device data read error (-61)" ||
 	fail "no dmesg line for an ENODATA read error"
 check_region a 0 16 11
 e1=$(cat "$(set_attr io_errors)")
@@ -236,7 +236,7 @@ log "io_errors $e0 -> $e1 after reading 16 MiB of clean hits"
 echo 8 >"$(set_attr io_error_limit)"
 check_region a 0 16 11
 wait_state "no cache" 30
-dmesg | grep -q "cache set $BKC_SET failed: too many cache device I/O errors (-61)" ||
+dmesg_has "cache set $BKC_SET failed: too many cache device I/O errors (-61)" ||
 	fail "the set did not fail for passing io_error_limit"
 echo 0 >/sys/bus/pseudo/drivers/scsi_debug/opts
 echo 1 >"$(set_attr stop)"
@@ -291,9 +291,9 @@ exec 3<&-
 	fail "state '$(cat /sys/block/md0/cache/state)' after losing dirty data"
 cat /sys/block/md0/cache/lost_dirty >/tmp/lost.got
 diff /tmp/lost.want /tmp/lost.got >&2 || fail "lost_dirty is not the dirty ranges"
-dmesg | grep -q "blkcache: md0: cache set $BKC_SET on $dmk failed holding 77824 bytes of dirty data of cache0: cache0 stopped" ||
+dmesg_has "blkcache: md0: cache set $BKC_SET on $dmk failed holding 77824 bytes of dirty data of cache0: cache0 stopped" ||
 	fail "no dmesg line about the lost dirty data"
-dmesg | grep -q "blkcache: md0: lost dirty data of cache0: bytes 8388608-8396799 (8192 bytes)" ||
+dmesg_has "blkcache: md0: lost dirty data of cache0: bytes 8388608-8396799 (8192 bytes)" ||
 	fail "dmesg does not list the lost ranges"
 timeout 30 sh -c "echo 1 >$(set_attr stop)" || fail "stop of the failed set did not return"
 wait_gone "/sys/fs/blkcache/$BKC_SET" 30
@@ -304,7 +304,7 @@ wait_for /dev/cache0 10
 cmp /tmp/clean <(dd if=/dev/cache0 bs=1M skip=24 count=4 iflag=direct status=none) ||
 	fail "clean data differs after running"
 diff /tmp/lost.want /sys/block/md0/cache/lost_dirty >&2 || fail "lost_dirty changed after running"
-dmesg | grep -q "blkcache: md0: started without cache set $BKC_SET on request: marked inconsistent, the dirty data it held is lost" ||
+dmesg_has "blkcache: md0: started without cache set $BKC_SET on request: marked inconsistent, the dirty data it held is lost" ||
 	fail "no dmesg line for running"
 echo 1 >"$BATTR/stop"
 wait_gone /dev/cache0 30
@@ -322,7 +322,7 @@ dm_error "$DM"
 # a write's invalidation needs a journal commit, which fails the set
 fio_job x 0 4 12 --rw=randwrite --do_verify=0 >/dev/null 2>&1 || true
 wait_gone /dev/cache0 30
-dmesg | grep -q "stop_when_cache_set_failed is always" || fail "no dmesg line for always"
+dmesg_has "stop_when_cache_set_failed is always" || fail "no dmesg line for always"
 echo 1 >"$(set_attr stop)"
 wait_gone "/sys/fs/blkcache/$BKC_SET" 30
 echo 1 >/sys/block/md0/cache/stop

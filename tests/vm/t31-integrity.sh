@@ -201,7 +201,7 @@ wait_for /dev/cache0 30
 out=$("$POISON_IO" check /dev/cache0 400 8 7) ||
 	fail "after the re-format /dev/cache0 does not show md0's data: $out"
 [ "$(state)" = inconsistent ] || fail "state '$(state)' after its dirty data was lost"
-dmesg | grep -q "blkcache: md0: superblock says its dirty data is in cache set $old_set .* which has no record of this device: that data is lost; marked inconsistent" ||
+dmesg_has "blkcache: md0: superblock says its dirty data is in cache set $old_set .* which has no record of this device: that data is lost; marked inconsistent" ||
 	fail "the lost dirty data was not reported"
 echo 1 >"$BATTR/stop"
 wait_gone /dev/cache0

@@ -209,7 +209,7 @@ for t in "${!TUN[@]}"; do
 	echo "${TUN[$t]}" >"$A/$t" || fail "writing ${TUN[$t]} to $t refused"
 done
 TUN[sequential_cutoff]=8.0M
-"$MC" --show /dev/md0 | grep -qx "writeback_percent: 33" ||
+"$MC" --show /dev/md0 | grep -x "writeback_percent: 33" >/dev/null ||
 	fail "the backing superblock does not record writeback_percent: $("$MC" --show /dev/md0)"
 echo 1 >"$A/stop"
 wait_gone /dev/cache0 30
