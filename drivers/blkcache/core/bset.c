@@ -134,7 +134,26 @@ u32 bkc_keys_overlay(const struct bkc_key *base, u32 nbase,
 
 	for (i = 0; i < nbase && n <= cap; i++) {
 		u64 s = base[i].pos, e = bkc_key_end(&base[i]);
+		u64 dpos;
 
+		/*
+		 * The run of base keys that end before the next delta key
+		 * goes out whole: what the loop below does for each of them,
+		 * without cutting pieces.
+		 */
+		while (j < ndelta && bkc_key_end(&delta[j]) <= s) {
+			if (!bkc_key_hole(&delta[j]))
+				emit(out, &n, cap, &delta[j]);
+			j++;
+		}
+		dpos = j < ndelta ? delta[j].pos : BKC_POS_MAX;
+		if (e <= dpos) {
+			for (; i < nbase && bkc_key_end(&base[i]) <= dpos &&
+			     n <= cap; i++)
+				emit(out, &n, cap, &base[i]);
+			i--;
+			continue;
+		}
 		while (s < e) {
 			struct bkc_key piece;
 			u64 pe;

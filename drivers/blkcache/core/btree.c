@@ -571,6 +571,7 @@ int bkc_btree_insert(struct bkc_btree *t, const struct bkc_key *key, u64 jseq)
 {
 	struct path_ent path[BKC_BTREE_MAX_DEPTH];
 	struct bkc_key k = *key, piece;
+	bool held;
 	int ret;
 
 	if (!k.len || bkc_pos_lba(k.pos) + k.len > BKC_LBA_MAX + 1 ||
@@ -580,24 +581,31 @@ int bkc_btree_insert(struct bkc_btree *t, const struct bkc_key *key, u64 jseq)
 	ret = descend(t, k.pos, 0, path);
 	if (ret)
 		return ret;
+	held = true;
 	if (bkc_key_end(&k) > path[0].node->hi) {
 		path_release(t, path, 0);
+		held = false;
 		ret = leaves_present(t, k.pos, bkc_key_end(&k));
 		if (ret)
 			return ret;
-	} else {
-		path_release(t, path, 0);
 	}
 	while (k.len) {
 		struct bkc_node *n;
 		u64 end;
 
 		if (bkc_alloc_avail(t->alloc, BKC_ALLOC_BTREE) <
-		    bkc_btree_insert_reserve(t))
+		    bkc_btree_insert_reserve(t)) {
+			if (held)
+				path_release(t, path, 0);
 			return -ENOSPC;
-		ret = descend(t, k.pos, 0, path);
-		if (ret)
-			return ret;
+		}
+		/* the first piece of a key within one leaf: its path is held */
+		if (!held) {
+			ret = descend(t, k.pos, 0, path);
+			if (ret)
+				return ret;
+		}
+		held = false;
 		n = path[0].node;
 		if (n->ndelta + 2 > t->delta_keys) {
 			ret = leaf_compact(t, path);
@@ -1496,7 +1504,7 @@ int bkc_btree_init(struct bkc_btree *t, const struct bkc_geom *g,
 	t->geom = *g;
 	t->node_bytes = node_bytes;
 	t->max_keys = (node_bytes - BKC_BSET_HDR) / sizeof(struct bkc_bkey);
-	t->delta_keys = clamp_t(u32, t->max_keys / 16, 8, 256);
+	t->delta_keys = clamp_t(u32, t->max_keys / 16, 8, 512);
 	t->split_keys = t->max_keys - 2 * t->delta_keys - 2;
 	t->merge_keys = t->split_keys * 2 / 3;
 	t->node_seq = 1;
