@@ -126,6 +126,16 @@ static void emit(struct bkc_key *out, u32 *n, u32 cap, const struct bkc_key *k)
 		(*n)++;
 }
 
+/* Emit the delta keys from @j on that end at or before @s; the next @j. */
+static u32 emit_delta_before(const struct bkc_key *delta, u32 ndelta, u32 j,
+			     u64 s, struct bkc_key *out, u32 *n, u32 cap)
+{
+	for (; j < ndelta && bkc_key_end(&delta[j]) <= s; j++)
+		if (!bkc_key_hole(&delta[j]))
+			emit(out, n, cap, &delta[j]);
+	return j;
+}
+
 u32 bkc_keys_overlay(const struct bkc_key *base, u32 nbase,
 		     const struct bkc_key *delta, u32 ndelta,
 		     struct bkc_key *out, u32 cap)
@@ -141,11 +151,7 @@ u32 bkc_keys_overlay(const struct bkc_key *base, u32 nbase,
 		 * goes out whole: what the loop below does for each of them,
 		 * without cutting pieces.
 		 */
-		while (j < ndelta && bkc_key_end(&delta[j]) <= s) {
-			if (!bkc_key_hole(&delta[j]))
-				emit(out, &n, cap, &delta[j]);
-			j++;
-		}
+		j = emit_delta_before(delta, ndelta, j, s, out, &n, cap);
 		dpos = j < ndelta ? delta[j].pos : BKC_POS_MAX;
 		if (e <= dpos) {
 			for (; i < nbase && bkc_key_end(&base[i]) <= dpos &&
@@ -158,11 +164,7 @@ u32 bkc_keys_overlay(const struct bkc_key *base, u32 nbase,
 			struct bkc_key piece;
 			u64 pe;
 
-			while (j < ndelta && bkc_key_end(&delta[j]) <= s) {
-				if (!bkc_key_hole(&delta[j]))
-					emit(out, &n, cap, &delta[j]);
-				j++;
-			}
+			j = emit_delta_before(delta, ndelta, j, s, out, &n, cap);
 			if (j < ndelta && delta[j].pos <= s) {
 				s = min_t(u64, e, bkc_key_end(&delta[j]));
 				continue;
