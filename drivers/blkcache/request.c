@@ -367,7 +367,9 @@ static void bkc_to_cache(struct bkc_req *r, u32 segno)
 						      seg->off));
 	if (clone)
 		clone->bi_opf &= ~(REQ_FUA | REQ_PREFLUSH);
-	this_cpu_add(*set->data_written, (u64)seg->len << SECTOR_SHIFT);
+	/* a read hit is served from here too: only writes count */
+	if (r->flags & RQ_WRITE)
+		this_cpu_add(*set->data_written, (u64)seg->len << SECTOR_SHIFT);
 	bkc_submit_clone(r, clone);
 }
 
@@ -1919,11 +1921,14 @@ static void bkc_passthrough(struct bkc_req *r)
 void bkc_submit_bio(struct bio *bio)
 {
 	struct bkc_backing *b = bio->bi_bdev->bd_disk->private_data;
+	unsigned long now = jiffies;
 	struct bkc_set *set;
 	struct bkc_req *r;
 
 	bkc_backing_enter(b);
-	WRITE_ONCE(b->wb.last_io, jiffies);
+	/* as bkc_fg_stamp(): written only when it changes */
+	if (READ_ONCE(b->wb.last_io) != now)
+		WRITE_ONCE(b->wb.last_io, now);
 	r = mempool_alloc(bkc_req_pool, GFP_NOIO);
 	memset(r, 0, offsetof(struct bkc_req, seg));
 	r->b = b;

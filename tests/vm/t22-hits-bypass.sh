@@ -19,7 +19,8 @@
 #     data are cache_write_hits and new data cache_write_misses, every
 #     read miss is one of promotions and none a cache_miss_collision;
 #     the set's priority_stats add up to 100 %, written
-#     counts the cached writes and metadata_written part of it;
+#     counts the cached writes and metadata_written part of it, and read
+#     hits add no data to written;
 #   - the tracepoints blkcache:bkc_request (256 read hits for 256 reads of
 #     cached data, 128 cached writes for 128 writes), bkc_journal_commit,
 #     bkc_writeback_batch (while draining) and bkc_gc_step (trigger_gc)
@@ -137,6 +138,15 @@ if [ "$mw" -le 0 ] || [ "$mw" -ge "$wr" ]; then
 	fail "metadata_written $(cat "$sset/metadata_written") of written $(cat "$sset/written")"
 fi
 log "priority_stats: $(tr '\n\t' '  ' <<<"$ps"); written $(cat "$sset/written"), metadata $(cat "$sset/metadata_written")"
+# read hits write no data to the cache device (written once counted
+# every hit's bytes)
+clear_stats
+fio_q --rw=randread --bs=4k --size=8m --offset=0 --ioengine=libaio --iodepth=8
+expect_stat cache_hits 2048 "writeback: 2048 reads of cached data"
+wr2=$(hsize_bytes "$(cat "$sset/written")")
+mw2=$(hsize_bytes "$(cat "$sset/metadata_written")")
+[ $((wr2 - mw2 - wr + mw)) -lt $((2 * MB)) ] ||
+	fail "data written went from $((wr - mw)) to $((wr2 - mw2)) bytes over 8 MiB of read hits"
 
 # -- writethrough: a miss, promoted, then a hit ---------------------------
 set_mode writethrough
