@@ -244,17 +244,28 @@ static void bkc_req_error(struct bkc_req *r, blk_status_t st)
 }
 
 /*
- * Foreground I/O on the backing device, sent or completed now: writeback
- * yields to it for a while (writeback.c).  Stamped at both ends, so that
- * a request queued behind a writeback batch still counts.  Written only
- * when it changes, not to dirty the line on every I/O.
+ * Store jiffies into a stamp that every request updates, only when it
+ * changes: not to dirty a line both CPUs write on every I/O.  Its readers
+ * (writeback.c) compare it with timeouts of many jiffies (BKC_WB_YIELD,
+ * BKC_WB_IDLE), so a racing store of the jiffy before changes nothing
+ * they decide.
  */
-static void bkc_fg_stamp(struct bkc_backing *b)
+static void bkc_stamp(unsigned long *stamp)
 {
 	unsigned long now = jiffies;
 
-	if (READ_ONCE(b->wb.fg_last) != now)
-		WRITE_ONCE(b->wb.fg_last, now);
+	if (READ_ONCE(*stamp) != now)
+		WRITE_ONCE(*stamp, now);
+}
+
+/*
+ * Foreground I/O on the backing device, sent or completed now: writeback
+ * yields to it for a while (writeback.c).  Stamped at both ends, so that
+ * a request queued behind a writeback batch still counts.
+ */
+static void bkc_fg_stamp(struct bkc_backing *b)
+{
+	bkc_stamp(&b->wb.fg_last);
 }
 
 static void bkc_clone_endio(struct bio *clone)
@@ -1921,14 +1932,11 @@ static void bkc_passthrough(struct bkc_req *r)
 void bkc_submit_bio(struct bio *bio)
 {
 	struct bkc_backing *b = bio->bi_bdev->bd_disk->private_data;
-	unsigned long now = jiffies;
 	struct bkc_set *set;
 	struct bkc_req *r;
 
 	bkc_backing_enter(b);
-	/* as bkc_fg_stamp(): written only when it changes */
-	if (READ_ONCE(b->wb.last_io) != now)
-		WRITE_ONCE(b->wb.last_io, now);
+	bkc_stamp(&b->wb.last_io);
 	r = mempool_alloc(bkc_req_pool, GFP_NOIO);
 	memset(r, 0, offsetof(struct bkc_req, seg));
 	r->b = b;
