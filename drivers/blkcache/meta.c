@@ -31,6 +31,7 @@
 #define BKC_REFILL_SCAN		4096
 #define BKC_REFILL_MAX		64
 #define BKC_WP_MOVE		2
+#define BKC_FLUSH_COMMITS	4	/* commits per node flush, at most */
 
 /* ---- synchronous metadata I/O ---- */
 
@@ -254,8 +255,11 @@ static int bkc_commit(struct bkc_set *set)
 	return 0;
 }
 
-/* Write dirty btree nodes whose journal pin is at most @max_pin (0: all). */
-static int bkc_flush_nodes(struct bkc_set *set, u64 max_pin)
+/*
+ * Write dirty btree nodes whose journal pin is at most @max_pin (0: all),
+ * committing the journal at most @commits times for nodes that wait for it.
+ */
+static int bkc_flush_nodes(struct bkc_set *set, u64 max_pin, int commits)
 {
 	struct bkc_core *c = set->core;
 	struct bkc_node_write w;
@@ -266,7 +270,7 @@ static int bkc_flush_nodes(struct bkc_set *set, u64 max_pin)
 		bkc_set_lock(set);
 		r = bkc_core_node_prepare(c, &w, max_pin);
 		bkc_set_unlock(set);
-		if (r == -EAGAIN && rounds++ < 4) {
+		if (r == -EAGAIN && rounds++ < commits) {
 			bkc_commit(set);
 			if (bkc_set_failed(set))
 				return -EIO;
@@ -319,14 +323,20 @@ static int bkc_write_table(struct bkc_set *set)
 	return 0;
 }
 
-/* Make the journal reclaimable: write nodes and a table, then commit. */
-static int bkc_journal_space(struct bkc_set *set)
+/*
+ * Make the journal reclaimable: write nodes and a table, then commit.
+ * @max_pin 0 writes every dirty node; else only the leaves pinned at or
+ * before it (and the parents they dirty), what a GC pass needs to end.
+ * @commits bounds the commits made for nodes that wait for the journal.
+ */
+static int bkc_journal_space(struct bkc_set *set, u64 max_pin, int commits)
 {
 	int r;
 
-	r = bkc_flush_nodes(set, bkc_core_durable_last(set->core) + 1);
+	r = bkc_flush_nodes(set, bkc_core_durable_last(set->core) + 1,
+			    commits);
 	if (!r)
-		r = bkc_flush_nodes(set, 0);
+		r = bkc_flush_nodes(set, max_pin, commits);
 	if (!r)
 		r = bkc_write_table(set);
 	if (!r)
@@ -340,7 +350,7 @@ static int bkc_commit_now(struct bkc_set *set)
 	int r = bkc_commit(set);
 
 	if (r == -ENOSPC || r == -EBUSY) {
-		if (!bkc_journal_space(set))
+		if (!bkc_journal_space(set, 0, BKC_FLUSH_COMMITS))
 			bkc_commit(set);
 	}
 	return bkc_set_failed(set) ? -EIO : 0;
@@ -353,7 +363,7 @@ static int bkc_checkpoint(struct bkc_set *set)
 	int i, r;
 
 	for (i = 0; i < 8; i++) {
-		r = bkc_flush_nodes(set, 0);
+		r = bkc_flush_nodes(set, 0, BKC_FLUSH_COMMITS);
 		if (!r)
 			r = bkc_write_table(set);
 		if (!r)
@@ -446,12 +456,23 @@ static void bkc_gc_move_one(struct bkc_set *set, struct bkc_key *k, void *buf)
 	}
 }
 
+/*
+ * One GC step, with its data moves.  When the walk is done, the pass waits
+ * until nothing before its end is needed in the journal: nodes and a table
+ * written, then a commit (BKC_GC_WAIT).  Under steady writes some leaves
+ * always hold records newer than the last commit, so that takes rounds.
+ * Unless space is short (writers wait, or bkc_gc_wanted()), a round goes
+ * at most once per journal_delay_ms with one commit of its own (@flush_at
+ * says when the next may): run back to back, the rounds were a commit,
+ * and two cache flushes, every few milliseconds.  Returns what
+ * bkc_gc_step() does, BKC_GC_MORE after a round, or 0 until the next one.
+ */
 static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
-		      void **buf)
+		      void **buf, unsigned long *flush_at)
 {
 	struct bkc_pins pins = {};
 	u32 i, budget = BKC_GC_BUDGET;
-	bool contended;
+	bool contended, urgent;
 	int r;
 
 	for (;;) {
@@ -462,6 +483,7 @@ static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
 			bkc_gc_start(&set->gc);
 		m->nr = 0;
 		r = bkc_gc_step(&set->gc, budget, bkc_gc_collect, m);
+		urgent = bkc_gc_wanted(&set->gc);
 		contended = rwsem_is_contended(&set->lock);
 		bkc_set_unlock(set);
 		trace_bkc_gc_step(set->dev.bdev->bd_dev, r, m->nr);
@@ -483,7 +505,13 @@ static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
 	for (i = 0; i < m->nr && *buf; i++)
 		bkc_gc_move_one(set, &m->k[i], *buf);
 	if (r == BKC_GC_WAIT) {
-		r = bkc_journal_space(set);
+		urgent |= atomic_read(&set->space_waiters) > 0;
+		if (!urgent && time_before(jiffies, *flush_at))
+			return 0;
+		*flush_at = jiffies +
+			msecs_to_jiffies(READ_ONCE(set->journal_delay_ms));
+		r = bkc_journal_space(set, bkc_gc_end_seq(&set->gc),
+				      urgent ? BKC_FLUSH_COMMITS : 1);
 		if (!r)
 			r = bkc_commit_now(set);
 		return r ? r : BKC_GC_MORE;
@@ -503,7 +531,7 @@ static int bkc_meta_thread(void *arg)
 	unsigned int noio = memalloc_noio_save();
 	struct bkc_set *set = arg;
 	struct bkc_core *c = set->core;
-	unsigned long last_flush = jiffies;
+	unsigned long last_flush = jiffies, gc_flush_at = jiffies;
 	struct bkc_gc_moves *moves;
 	void *move_buf = NULL;
 	bool commit, refill, gc, busy;
@@ -532,7 +560,7 @@ static int bkc_meta_thread(void *arg)
 
 		if (bkc_set_failed(set))
 			break;
-		if (fill >= 128 && bkc_journal_space(set))
+		if (fill >= 128 && bkc_journal_space(set, 0, BKC_FLUSH_COMMITS))
 			break;
 		if (refill && bkc_refill(set) > 0) {
 			commit |= atomic_read(&set->space_waiters) > 0;
@@ -543,13 +571,13 @@ static int bkc_meta_thread(void *arg)
 				break;
 		}
 		if (gc && moves) {
-			r = bkc_gc_run(set, moves, &move_buf);
+			r = bkc_gc_run(set, moves, &move_buf, &gc_flush_at);
 			if (bkc_set_failed(set))
 				break;
 			busy |= r == BKC_GC_MORE;
 		}
 		if (time_after_eq(jiffies, last_flush + BKC_NODE_FLUSH_INTERVAL)) {
-			bkc_flush_nodes(set, 0);
+			bkc_flush_nodes(set, 0, BKC_FLUSH_COMMITS);
 			if (bkc_set_failed(set))
 				break;
 			last_flush = jiffies;
@@ -564,6 +592,10 @@ static int bkc_meta_thread(void *arg)
 		first = READ_ONCE(set->jfirst);
 		if (first)
 			timeout = max_t(long, 1, (long)(first + delay - jiffies));
+		/* a pass waiting for its next round (only this thread runs GC) */
+		if (bkc_gc_end_seq(&set->gc))
+			timeout = min_t(long, timeout,
+					max_t(long, 1, (long)(gc_flush_at - jiffies)));
 		wait_event_interruptible_timeout(set->meta_wait,
 						 bkc_meta_pending(set) ||
 						 (READ_ONCE(set->jfirst) && !first),
@@ -894,7 +926,7 @@ void bkc_meta_close(struct bkc_set *set)
 		bkc_core_set_closing(set->core);
 		bkc_set_unlock(set);
 		if (set->running && (bkc_checkpoint(set) ||
-				     bkc_flush_nodes(set, 0)))
+				     bkc_flush_nodes(set, 0, BKC_FLUSH_COMMITS)))
 			bkc_err(set->dev.bdev,
 				"metadata not fully written at shutdown; the journal will be replayed");
 	}

@@ -1163,14 +1163,20 @@ again:
 		for (n = t->dirty[l]; n; n = n->dnext) {
 			if (!(n->flags & BKC_NODE_DIRTY))
 				continue;
+			/*
+			 * A leaf the caller does not ask for is not waited
+			 * for either: under steady writes some leaf always
+			 * holds records newer than @durable_seq, and counting
+			 * it would make every bounded flush commit again.
+			 */
+			if (max_pin && !l && !(n->flags & BKC_NODE_NEW) &&
+			    (!n->pin_min || n->pin_min > max_pin))
+				continue;
 			if (n->flags & BKC_NODE_INFLIGHT || !level_ready(t, l) ||
 			    n->pin_max > durable_seq) {
 				waiting = true;
 				continue;
 			}
-			if (max_pin && !l && !(n->flags & BKC_NODE_NEW) &&
-			    (!n->pin_min || n->pin_min > max_pin))
-				continue;
 			ret = prepare_node(t, n, w);
 			if (ret == -ENOSPC) {
 				/*

@@ -73,6 +73,15 @@ static inline u64 bkc_gc_pos(const struct bkc_gc *gc)
 	return gc->state == BKC_GC_WALK ? gc->pos : 0;
 }
 
+/*
+ * The journal entry the walk of the running pass ended in: the pass ends
+ * once nothing up to it is needed any more.  0 (none) until then.
+ */
+static inline u64 bkc_gc_end_seq(const struct bkc_gc *gc)
+{
+	return gc->state == BKC_GC_FLUSH ? gc->end_seq : 0;
+}
+
 /* Should a pass run? (gens near the window, or buckets to move) */
 bool bkc_gc_wanted(const struct bkc_gc *gc);
 /*
