@@ -333,8 +333,10 @@ static int bkc_journal_space(struct bkc_set *set, u64 max_pin, int commits)
 {
 	int r;
 
-	r = bkc_flush_nodes(set, bkc_core_durable_last(set->core) + 1,
-			    commits);
+	/* bounded, the second flush covers the first */
+	r = max_pin ? 0 :
+		bkc_flush_nodes(set, bkc_core_durable_last(set->core) + 1,
+				commits);
 	if (!r)
 		r = bkc_flush_nodes(set, max_pin, commits);
 	if (!r)
@@ -458,14 +460,16 @@ static void bkc_gc_move_one(struct bkc_set *set, struct bkc_key *k, void *buf)
 
 /*
  * One GC step, with its data moves.  When the walk is done, the pass waits
- * until nothing before its end is needed in the journal: nodes and a table
- * written, then a commit (BKC_GC_WAIT).  Under steady writes some leaves
- * always hold records newer than the last commit, so that takes rounds.
- * Unless space is short (writers wait, or bkc_gc_wanted()), a round goes
- * at most once per journal_delay_ms with one commit of its own (@flush_at
- * says when the next may): run back to back, the rounds were a commit,
- * and two cache flushes, every few milliseconds.  Returns what
- * bkc_gc_step() does, BKC_GC_MORE after a round, or 0 until the next one.
+ * until nothing up to its last entry is needed in the journal: nodes and
+ * a table written, then a commit (BKC_GC_WAIT).  Under steady writes some
+ * leaves always hold records newer than the last commit, so that takes
+ * rounds.  Unless space is short (bkc_gc_wanted(); waiting writers are a
+ * hint of it), a round goes at most once per journal_delay_ms, with one
+ * commit for each node flush that waits for the journal (@flush_at says
+ * when the next round may go; between rounds no step is taken): run back
+ * to back, with four such commits each, the rounds were a commit, and two
+ * cache flushes, every few milliseconds.  Returns what bkc_gc_step() does,
+ * BKC_GC_MORE after a round, or 0 until the next one.
  */
 static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
 		      void **buf, unsigned long *flush_at)
@@ -475,6 +479,15 @@ static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
 	bool contended, urgent;
 	int r;
 
+	/* only this thread changes set->gc: its own reads need no lock */
+	if (bkc_gc_end_seq(&set->gc) && time_before(jiffies, *flush_at) &&
+	    !atomic_read(&set->space_waiters)) {
+		down_read(&set->lock);
+		urgent = bkc_gc_wanted(&set->gc);
+		up_read(&set->lock);
+		if (!urgent)
+			return 0;
+	}
 	for (;;) {
 		/* the leaves of the step first (see bkc_set_lock()) */
 		bkc_pins_get(set, &pins, bkc_gc_pos(&set->gc), BKC_POS_MAX);
@@ -504,7 +517,10 @@ static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
 		*buf = kvmalloc(set->sb.bucket_size, GFP_KERNEL);
 	for (i = 0; i < m->nr && *buf; i++)
 		bkc_gc_move_one(set, &m->k[i], *buf);
-	if (r == BKC_GC_WAIT) {
+	if (r != BKC_GC_WAIT) {
+		/* the walk: its end's first round may go at once */
+		*flush_at = jiffies;
+	} else {
 		urgent |= atomic_read(&set->space_waiters) > 0;
 		if (!urgent && time_before(jiffies, *flush_at))
 			return 0;

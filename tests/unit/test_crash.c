@@ -488,7 +488,8 @@ static void gc_some(struct world *w)
 	ret = bkc_gc_step(&w->gc, 64, move_cb, w);
 	do_moves(w);
 	if (ret == BKC_GC_WAIT) {
-		flush_nodes(w, 0);
+		/* all nodes, or as the meta thread does: those up to the walk */
+		flush_nodes(w, rnd(w, 2) ? bkc_gc_end_seq(&w->gc) : 0);
 		write_table(w);
 		commit(w);
 		commit(w);

@@ -247,7 +247,8 @@ bool bkc_btree_key_stale(const struct bkc_btree *t, const struct bkc_key *k);
  * no child write is pending.  Returns 1 with @w filled, 0 if nothing is
  * ready (or nothing dirty at or below @max_pin), -EAGAIN if dirty nodes
  * wait for the journal or for writes in flight, -ENOSPC if no bucket.  With
- * @max_pin, leaves pinned only after it are neither written nor waited for.
+ * @max_pin, leaves pinned only after it, or not at all, are neither
+ * written nor waited for.
  */
 struct bkc_node_write {
 	struct bkc_node	*node;
