@@ -521,9 +521,8 @@ static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
 		/* the walk: its end's first round may go at once */
 		*flush_at = jiffies;
 	} else {
+		/* the rate was checked on entry (walk steps keep @flush_at past) */
 		urgent |= atomic_read(&set->space_waiters) > 0;
-		if (!urgent && time_before(jiffies, *flush_at))
-			return 0;
 		*flush_at = jiffies +
 			msecs_to_jiffies(READ_ONCE(set->journal_delay_ms));
 		r = bkc_journal_space(set, bkc_gc_end_seq(&set->gc),
