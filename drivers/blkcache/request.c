@@ -134,6 +134,16 @@ enum {
 	BKC_PARK_FLUSH,		/* a PREFLUSH waiting for the journal */
 };
 
+/* What bkc_remap() changes in a bio, to be put back at its completion. */
+struct bkc_hook {
+	bio_end_io_t		*end_io;
+	void			*private;
+	struct block_device	*bdev;
+	struct bvec_iter	iter;
+	int			remaining;
+	unsigned short		flags;
+};
+
 struct bkc_req {
 	struct bkc_backing	*b;
 	struct bkc_set		*set;
@@ -158,6 +168,7 @@ struct bkc_req {
 	u8			park;		/* BKC_PARK_* */
 	u8			ins_next;	/* BKC_INS_* */
 	struct bkc_fg_range	range;
+	struct bkc_hook		hook;		/* a remapped hit (bkc_remap()) */
 	struct bkc_seg		seg[BKC_SEGS];
 };
 
@@ -268,33 +279,36 @@ static void bkc_fg_stamp(struct bkc_backing *b)
 	bkc_stamp(&b->wb.fg_last);
 }
 
-static void bkc_clone_endio(struct bio *clone)
+/*
+ * The I/O of segment @segno of @r (or BKC_SEG_WHOLE, BKC_SEG_FLUSH)
+ * completed with @st; @flush_gen is what a BKC_SEG_FLUSH covers.
+ * Interrupt context.
+ */
+static void bkc_io_done(struct bkc_req *r, u32 segno, blk_status_t st,
+			bool write, u64 flush_gen)
 {
-	struct bkc_clone *bc = container_of(clone, struct bkc_clone, bio);
-	struct bkc_req *r = bc->r;
-	blk_status_t st = clone->bi_status;
 	struct bkc_seg *seg;
 
-	if (bc->seg == BKC_SEG_WHOLE || bc->seg == BKC_SEG_FLUSH) {
+	if (segno == BKC_SEG_WHOLE || segno == BKC_SEG_FLUSH) {
 		/* the backing device: the data, a flush or a remap */
 		bkc_fg_stamp(r->b);
 		if (st) {
 			r->flags |= RQ_BACK_ERR;
 			bkc_req_error(r, st);
-		} else if (bc->seg == BKC_SEG_FLUSH) {
-			bkc_backing_flushed(r->b, bc->flush_gen);
-		} else if (op_is_write(bio_op(clone))) {
+		} else if (segno == BKC_SEG_FLUSH) {
+			bkc_backing_flushed(r->b, flush_gen);
+		} else if (write) {
 			/* counted before the request can complete */
 			bkc_backing_wrote(r->b);
 		}
 	} else {
-		seg = &r->seg[bc->seg];
+		seg = &r->seg[segno];
 		switch (seg->kind) {
 		case BKC_SEG_HIT:
 			/* a failed or stale clean hit is read from the backing device */
 			if (st || bkc_core_gen_lockless(r->set->core,
 							seg->bucket) != seg->gen)
-				set_bit(bc->seg, &r->retry);
+				set_bit(segno, &r->retry);
 			break;
 		case BKC_SEG_HIT_DIRTY:
 			/*
@@ -323,7 +337,33 @@ static void bkc_clone_endio(struct bio *clone)
 					 seg->kind == BKC_SEG_CACHE ?
 					 "data write" : "data read");
 	}
+}
+
+static void bkc_clone_endio(struct bio *clone)
+{
+	struct bkc_clone *bc = container_of(clone, struct bkc_clone, bio);
+	struct bkc_req *r = bc->r;
+
+	bkc_io_done(r, bc->seg, clone->bi_status, op_is_write(bio_op(clone)),
+		    bc->flush_gen);
 	bio_put(clone);
+	bkc_req_put(r);
+}
+
+/* A remapped hit is done: put its bio back as it came, then finish it. */
+static void bkc_remap_endio(struct bio *bio)
+{
+	struct bkc_req *r = bio->bi_private;
+	blk_status_t st = bio->bi_status;
+
+	bio->bi_end_io = r->hook.end_io;
+	bio->bi_private = r->hook.private;
+	bio->bi_bdev = r->hook.bdev;
+	bio->bi_iter = r->hook.iter;
+	bio->bi_flags = r->hook.flags;
+	atomic_set(&bio->__bi_remaining, r->hook.remaining);
+	bio->bi_status = BLK_STS_OK;
+	bkc_io_done(r, 0, st, false, 0);
 	bkc_req_put(r);
 }
 
@@ -382,6 +422,38 @@ static void bkc_to_cache(struct bkc_req *r, u32 segno)
 	if (r->flags & RQ_WRITE)
 		this_cpu_add(*set->data_written, (u64)seg->len << SECTOR_SHIFT);
 	bkc_submit_clone(r, clone);
+}
+
+/*
+ * A read that is one cached extent goes to the cache device as it came,
+ * without a clone: its bio is pointed there, its completion hooked, and
+ * bkc_remap_endio() puts back what this changed before anything else
+ * sees it, so that a retry or a new lookup starts from the bio as it
+ * came.  A chained bio is cloned instead: a child's completion could
+ * store its own error in the bio's status, which would then look like
+ * the cache device's.
+ */
+static bool bkc_remap(struct bkc_req *r)
+{
+	struct bkc_seg *seg = &r->seg[0];
+	struct bkc_set *set = r->set;
+	struct bio *bio = r->bio;
+
+	if (r->nseg != 1 || bio_flagged(bio, BIO_CHAIN) ||
+	    WARN_ON_ONCE(seg->lba != r->lba || seg->len != r->sectors))
+		return false;
+	r->hook.end_io = bio->bi_end_io;
+	r->hook.private = bio->bi_private;
+	r->hook.bdev = bio->bi_bdev;
+	r->hook.iter = bio->bi_iter;
+	r->hook.flags = bio->bi_flags;
+	r->hook.remaining = atomic_read(&bio->__bi_remaining);
+	bio_set_dev(bio, set->dev.bdev);
+	bio->bi_iter.bi_sector = bkc_bucket_sector(set, seg->bucket, seg->off);
+	bio->bi_end_io = bkc_remap_endio;
+	bio->bi_private = r;
+	submit_bio_noacct(bio);
+	return true;
 }
 
 /* ---- write epochs (promotion safety) ---- */
@@ -683,10 +755,12 @@ static void bkc_read(struct bkc_req *r)
 	for (i = 0; i < r->nseg; i++) {
 		struct bkc_seg *seg = &r->seg[i];
 
-		if (seg->kind != BKC_SEG_MISS)
+		if (seg->kind == BKC_SEG_MISS) {
+			if (!(r->flags & RQ_PROMOTE) || !bkc_promo_read(r, i))
+				bkc_to_backing(r, i, seg->lba, seg->len);
+		} else if (!bkc_remap(r)) {
 			bkc_to_cache(r, i);
-		else if (!(r->flags & RQ_PROMOTE) || !bkc_promo_read(r, i))
-			bkc_to_backing(r, i, seg->lba, seg->len);
+		}
 	}
 	bkc_submit_rest(r);
 	bkc_req_put(r);
