@@ -43,12 +43,13 @@ module:
 SBEDIT := tests/vm/sbedit
 CRASH_IO := tests/vm/crash-io
 POISON_IO := tests/vm/poison-io
+RWCHECK := tests/vm/rwcheck
 METAMAP := tests/vm/metamap
 METAMAP_SRC := tests/vm/metamap.c \
 	$(addprefix drivers/blkcache/core/,sb.c key.c bset.c btree.c alloc.c \
 	policy.c journal.c table.c core.c gc.c decay.c) tools/lib/crc32c.c
 
-tools: $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO) $(POISON_IO) $(METAMAP)
+tools: $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO) $(POISON_IO) $(RWCHECK) $(METAMAP)
 
 $(SBEDIT): tests/vm/sbedit.c drivers/blkcache/core/sb.c tools/lib/crc32c.c \
 		$(MAKE_CACHE_HDR)
@@ -59,6 +60,9 @@ $(CRASH_IO): tests/vm/crash-io.c
 
 $(POISON_IO): tests/vm/poison-io.c
 	$(CC) $(USER_CFLAGS) -pthread -o $@ $<
+
+$(RWCHECK): tests/vm/rwcheck.c
+	$(CC) $(USER_CFLAGS) -o $@ $<
 
 $(METAMAP): $(METAMAP_SRC) $(wildcard drivers/blkcache/core/*.h) \
 		$(MAKE_CACHE_HDR)
@@ -146,5 +150,6 @@ endif
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean >/dev/null 2>&1
-	rm -f $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO) $(POISON_IO) $(METAMAP)
+	rm -f $(MAKE_CACHE) $(SBEDIT) $(CRASH_IO) $(POISON_IO) $(RWCHECK) \
+		$(METAMAP)
 	$(MAKE) -C tests/unit clean 2>/dev/null || true

@@ -7,6 +7,7 @@
 #include <linux/module.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/vmalloc.h>
 
 #include "bkc.h"
@@ -44,7 +45,26 @@ u64 bkc_backing_dirty_sectors(struct bkc_backing *b)
 
 	if (!set || !set->core)
 		return 0;
-	return bkc_core_dev_dirty_lockless(set->core, b->dev_id);
+	/* with the writes completed whose keys are not in yet (request.c) */
+	return bkc_core_dev_dirty_lockless(set->core, b->dev_id) +
+	       READ_ONCE(b->acked_sectors);
+}
+
+/*
+ * The same, consistent with the index: the insert worker moves an acked
+ * write's sectors into the index under the set lock.  May sleep.
+ */
+u64 bkc_backing_dirty_sectors_exact(struct bkc_backing *b)
+{
+	struct bkc_set *set = READ_ONCE(b->set);
+	u64 v;
+
+	if (!set || !set->core)
+		return 0;
+	down_read(&set->lock);
+	v = bkc_backing_dirty_sectors(b);
+	up_read(&set->lock);
+	return v;
 }
 
 /*
@@ -850,6 +870,8 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 	init_waitqueue_head(&b->quiesce_wait);
 	spin_lock_init(&b->fo_lock);
 	INIT_LIST_HEAD(&b->fo_parked);
+	spin_lock_init(&b->ack_lock);
+	INIT_LIST_HEAD(&b->acked);
 	bkc_wb_init(b);
 	/* the tunables the superblock recorded, else the defaults */
 	if (sb->flags & BKC_SB_F_TUNABLES)
@@ -942,14 +964,64 @@ static int bkc_lost_key(void *arg, const struct bkc_key *k)
 	return 0;
 }
 
+static int bkc_lost_cmp(const void *a, const void *b)
+{
+	const struct bkc_lost *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Sort @n ranges and merge those that overlap or touch; the new count. */
+static u32 bkc_lost_merge(struct bkc_lost *v, u32 n, u64 *bytes)
+{
+	u32 i, o = 0;
+
+	sort(v, n, sizeof(*v), bkc_lost_cmp, NULL);
+	*bytes = 0;
+	for (i = 0; i < n; i++) {
+		if (o && v[i].start <= v[o - 1].start + v[o - 1].len) {
+			u64 end = max(v[o - 1].start + v[o - 1].len,
+				      v[i].start + v[i].len);
+
+			*bytes += end - (v[o - 1].start + v[o - 1].len);
+			v[o - 1].len = end - v[o - 1].start;
+			continue;
+		}
+		v[o++] = v[i];
+		*bytes += v[i].len;
+	}
+	return o;
+}
+
+/*
+ * The writes of @b completed before their keys were inserted (request.c),
+ * whose keys the failed set may not hold: their ranges in a new array
+ * (*@out, NULL on -ENOMEM); their number.  Read before the index: a write
+ * leaves the list only once its keys are in.
+ */
+static u32 bkc_backing_acked(struct bkc_backing *b, struct bkc_lost **out)
+{
+	/* no write joins the list once the set failed; it only shrinks */
+	u32 n = atomic_read(&b->nacked);
+
+	*out = NULL;
+	if (!n)
+		return 0;
+	*out = kvmalloc_array(n, sizeof(**out), GFP_NOIO);
+	if (*out)
+		n = bkc_req_acked_ranges(b, *out, n);
+	return n;
+}
+
 /*
  * Record which ranges of /dev/cacheN had dirty data in the failed @set:
  * the dirty keys of @b in the index in memory (the failed device is not
  * read; nodes holding dirty keys are never evicted, ncache.c, so the walk
- * normally sees them all).
+ * normally sees them all), and the @nacked writes of @acked.
  */
 static void bkc_backing_collect_lost(struct bkc_backing *b,
-				     struct bkc_set *set)
+				     struct bkc_set *set,
+				     const struct bkc_lost *acked, u32 nacked)
 {
 	u64 from = bkc_pos(b->dev_id, 0), to = bkc_pos(b->dev_id + 1, 0);
 	struct bkc_lost_walk w = { .shift = SECTOR_SHIFT };
@@ -961,8 +1033,9 @@ static void bkc_backing_collect_lost(struct bkc_backing *b,
 	b->lost_bytes = 0;
 	down_read(&set->lock);
 	r = bkc_core_iter(set->core, from, to, false, bkc_lost_key, &w);
-	if (r >= 0 && w.nr) {
-		w.out = kvmalloc_array(w.nr, sizeof(*w.out), GFP_KERNEL);
+	if (r >= 0 && (w.nr || nacked)) {
+		w.out = kvmalloc_array(w.nr + nacked, sizeof(*w.out),
+				       GFP_KERNEL);
 		if (w.out) {
 			w.cap = w.nr;
 			w.nr = 0;
@@ -974,6 +1047,14 @@ static void bkc_backing_collect_lost(struct bkc_backing *b,
 		}
 	}
 	up_read(&set->lock);
+	if (w.out && nacked) {
+		if (acked) {
+			memcpy(w.out + w.nr, acked, nacked * sizeof(*acked));
+			w.nr = bkc_lost_merge(w.out, w.nr + nacked, &w.bytes);
+		} else {
+			r = -ENOMEM;
+		}
+	}
 	b->lost = w.out;
 	b->nr_lost = w.out ? w.nr : 0;
 	b->lost_bytes = w.bytes;
@@ -1006,12 +1087,17 @@ static void bkc_backing_report_lost(struct bkc_backing *b, const char *disk)
 void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
 {
 	char disk[DISK_NAME_LEN] = "";
+	struct bkc_lost *acked;
+	u32 nacked;
 	u64 dirty;
 	int r;
 
 	lockdep_assert_held(&bkc_lock);
+	nacked = bkc_backing_acked(b, &acked);
+	/* what the index holds, and what acked writes would have added */
 	down_read(&set->lock);
-	dirty = bkc_core_dev_dirty(set->core, b->dev_id);
+	dirty = bkc_core_dev_dirty(set->core, b->dev_id) +
+		READ_ONCE(b->acked_sectors);
 	up_read(&set->lock);
 	if (b->disk)
 		strscpy(disk, b->disk->disk_name, sizeof(disk));
@@ -1028,7 +1114,8 @@ void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
 		return;
 	}
 	if (dirty)
-		bkc_backing_collect_lost(b, set);
+		bkc_backing_collect_lost(b, set, acked, nacked);
+	kvfree(acked);
 	bkc_req_failover(b, BKC_FO_DEAD);
 	bkc_backing_stop_disk(b);
 	bkc_backing_unlink(b);

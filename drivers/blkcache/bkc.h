@@ -74,6 +74,7 @@
 
 struct bkc_epoch_slot {
 	atomic_t	inflight;	/* writes to this granule in flight */
+	atomic_t	acked;		/* of them completed, keys not in yet */
 	atomic64_t	epoch;		/* newest epoch a write stamped here */
 };
 
@@ -152,11 +153,16 @@ struct bkc_set {
 	/*
 	 * Completed data writes waiting for their keys, on a workqueue of
 	 * their own: items on @wq may block until requests drain, which
-	 * needs the insert worker, also when only the rescuers run.
+	 * needs the insert worker, also when only the rescuers run.  The
+	 * worker is delayed while it has only acked writes to insert
+	 * (request.c, bkc_insert_kick()).
 	 */
 	struct workqueue_struct	*insert_wq;
 	struct llist_head	done;
-	struct work_struct	insert_work;
+	struct delayed_work	insert_work;
+	atomic_t		nacked;		/* acked writes, keys not in */
+	/* reads of a range with acked writes, waiting for their keys */
+	struct llist_head	ack_waiters;
 	struct workqueue_struct	*wq;		/* everything else */
 
 	/* promotion safety */
@@ -261,6 +267,17 @@ struct bkc_backing {
 	atomic64_t		bw_done;
 	atomic64_t		bw_flushed;
 
+	/*
+	 * Writeback-mode writes completed to their callers before their keys
+	 * were inserted (request.c): the list (under ack_lock) is what a
+	 * failover of the set reports lost besides the index's dirty keys.
+	 */
+	spinlock_t		ack_lock;
+	struct list_head	acked;
+	/* their sectors; a write leaves both under the set lock too */
+	u64			acked_sectors;	/* READ_ONCE */
+	atomic_t		nacked;		/* entries of @acked */
+
 	/* cache set failure (fail.c, request.c) */
 	spinlock_t		fo_lock;	/* fo_state, fo_parked */
 	u8			fo_state;	/* BKC_FO_*; READ_ONCE */
@@ -363,6 +380,7 @@ int bkc_backing_set_state(struct bkc_backing *b, u32 state);
 bool bkc_backing_busy(struct bkc_backing *b);
 u32 bkc_backing_state(struct bkc_backing *b);
 u64 bkc_backing_dirty_sectors(struct bkc_backing *b);
+u64 bkc_backing_dirty_sectors_exact(struct bkc_backing *b);
 u64 bkc_backing_stripe(struct bkc_backing *b);
 int bkc_backing_force_run(struct bkc_backing *b);
 void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set);
@@ -381,6 +399,8 @@ bool bkc_backing_flush_needed(struct bkc_backing *b, u64 *gen);
 void bkc_backing_flushed(struct bkc_backing *b, u64 gen);
 int bkc_backing_flush(struct bkc_backing *b);
 void bkc_req_failover(struct bkc_backing *b, u8 state);
+u32 bkc_req_acked_ranges(struct bkc_backing *b, struct bkc_lost *out,
+			 u32 cap);
 int bkc_request_init(void);
 void bkc_request_exit(void);
 

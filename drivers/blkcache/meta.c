@@ -802,7 +802,8 @@ int bkc_meta_open(struct bkc_set *set)
 	spin_lock_init(&set->jlock);
 	INIT_LIST_HEAD(&set->jwaiters);
 	init_llist_head(&set->done);
-	INIT_WORK(&set->insert_work, bkc_insert_work);
+	INIT_DELAYED_WORK(&set->insert_work, bkc_insert_work);
+	init_llist_head(&set->ack_waiters);
 	init_llist_head(&set->bflush);
 	INIT_WORK(&set->bflush_work, bkc_bflush_work);
 	init_llist_head(&set->promo_ready);
@@ -932,8 +933,10 @@ void bkc_meta_close(struct bkc_set *set)
 	flush_delayed_work(&set->promo_kick);
 	if (set->wq)
 		flush_workqueue(set->wq);
-	if (set->insert_wq)
+	if (set->insert_wq) {
+		flush_delayed_work(&set->insert_work);
 		flush_workqueue(set->insert_wq);
+	}
 	if (set->meta) {
 		kthread_stop(set->meta);
 		set->meta = NULL;

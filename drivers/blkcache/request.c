@@ -26,8 +26,11 @@
  * data is cached (bkc_stripe_dirty()).
  * Keys are inserted by the set's insert worker once the data is written;
  * a write with FUA completes only once the journal entry holding its keys
- * is durable.  A PREFLUSH flushes the backing device and commits the
- * journal before the data part starts (design.md section 4).
+ * is durable.  A writeback write completes as soon as its data is in the
+ * cache, before its keys are in (bkc_ack()): reads and bypassed writes
+ * of its range, and a PREFLUSH of its device, wait for them.  A PREFLUSH
+ * flushes the backing device and commits the journal before the data
+ * part starts (design.md section 4).
  *
  * Promotion safety: a read miss records the write epoch before reading
  * the backing device; the copy is inserted only if no write touched its
@@ -71,6 +74,8 @@
 #define BKC_RA_HOLES		16	/* pieces of it promoted, at most */
 #define BKC_SEQ_TIMEOUT		(2 * HZ)
 #define BKC_INVAL_SHIFT		12	/* invalidations in 2 MiB pieces */
+#define BKC_ACK_MAX		256	/* acked writes per set, keys not in */
+#define BKC_ACK_BATCH		32	/* the insert worker goes at once */
 
 enum { BKC_WP_DIRTY, BKC_WP_CLEAN };
 
@@ -116,6 +121,9 @@ enum {
 	RQ_FAST		= 1 << 17,	/* bypass, nothing to invalidate */
 	RQ_FLUSHED	= 1 << 18,	/* backing flushed since its write */
 	RQ_COUNTED	= 1 << 19,	/* write hit or miss counted */
+	RQ_ACKED	= 1 << 20,	/* completed before its keys went in */
+	RQ_ACKLIST	= 1 << 21,	/* on b->acked, counted in the slots */
+	RQ_FLUSHQ	= 1 << 22,	/* a PREFLUSH behind acked writes */
 };
 
 /* What the insert worker does with a request once the set is unlocked. */
@@ -165,6 +173,7 @@ struct bkc_req {
 	struct llist_node	ll;
 	struct work_struct	work;
 	struct list_head	fo_node;	/* on b->fo_parked */
+	struct list_head	ack_node;	/* on b->acked */
 	u8			park;		/* BKC_PARK_* */
 	u8			ins_next;	/* BKC_INS_* */
 	struct bkc_fg_range	range;
@@ -207,6 +216,9 @@ static mempool_t *bkc_req_pool;
 static struct workqueue_struct *bkc_state_wq;
 
 static void bkc_dispatch(struct bkc_req *r);
+static void bkc_dispatch_work(struct work_struct *work);
+static void bkc_on_failed_set(struct bkc_req *r);
+static void bkc_flush_start(struct bkc_req *r);
 static void bkc_req_done(struct bkc_req *r);
 static void bkc_park(struct bkc_req *r, u8 kind);
 static void bkc_passthrough(struct bkc_req *r);
@@ -230,15 +242,18 @@ static void bkc_acct_start(struct bkc_req *r)
 	r->start = bio_start_io_acct(r->bio);
 }
 
+/* Complete @r's bio, unless an early completion did (bkc_ack()), and free @r. */
 static void bkc_req_complete(struct bkc_req *r)
 {
 	struct bkc_backing *b = r->b;
 	struct bio *bio = r->bio;
 
-	bio->bi_status = r->status;
-	if (r->flags & RQ_ACCT)
-		bio_end_io_acct(bio, r->start);
-	bio_endio(bio);
+	if (!(r->flags & RQ_ACKED)) {
+		bio->bi_status = r->status;
+		if (r->flags & RQ_ACCT)
+			bio_end_io_acct(bio, r->start);
+		bio_endio(bio);
+	}
 	mempool_free(r, bkc_req_pool);
 	percpu_ref_put(&b->inflight);
 }
@@ -572,6 +587,194 @@ static bool bkc_epoch_dirtied(struct bkc_set *set, u32 dev, u64 lba, u32 len,
 	return false;
 }
 
+/* ---- early completion of writeback writes ---- */
+
+/*
+ * A writeback write whose data reached the cache device is completed to
+ * its caller at once, before its keys are inserted (bkc_ack()), so that
+ * the insert worker runs once per batch of writes instead of once per
+ * write (bkc_insert_soon()).  Until its keys are in, such an acked write
+ *   - raises the acked count of its granules' slots: a read of them waits
+ *     for the keys (bkc_ack_wait()), and a bypassed write over them goes
+ *     through the insert worker, behind it, instead of completing from
+ *     end_io (bkc_write());
+ *   - is on its device's acked list: a PREFLUSH of the device goes through
+ *     the insert worker behind it (bkc_submit_bio()), and a failover of
+ *     the set counts it as dirty data and reports its range lost
+ *     (backing.c);
+ *   - counts in the device's dirty_data.
+ * Writes with FUA, failed ones, writes too large for the slots and writes
+ * beyond BKC_ACK_MAX acked ones in the set wait for their keys as before.
+ */
+
+/* Run the insert worker at once. Any context. */
+static void bkc_insert_now(struct bkc_set *set)
+{
+	mod_delayed_work(set->insert_wq, &set->insert_work, 0);
+}
+
+/* Run it soon, to gather a batch, unless it is queued already. */
+static void bkc_insert_soon(struct bkc_set *set)
+{
+	queue_delayed_work(set->insert_wq, &set->insert_work,
+			   msecs_to_jiffies(2));
+}
+
+/* Has [lba, lba + len) of @dev acked writes whose keys are not in? */
+static bool bkc_acked_any(struct bkc_set *set, u32 dev, u64 lba, u32 len)
+{
+	u64 g;
+
+	if (!len)
+		return false;
+	if (bkc_granules(lba, len) > BKC_EPOCH_SLOTS / 4)
+		return atomic_read(&set->nacked);
+	for_each_granule(g, lba, len)
+		if (atomic_read(&bkc_epoch_slot(set, dev, g)->acked))
+			return true;
+	return false;
+}
+
+/*
+ * Complete the write @r (its data is in the cache) before its keys are
+ * inserted, if it may be (see above); then it is on the insert list.
+ * Interrupt context.
+ */
+static bool bkc_ack(struct bkc_req *r)
+{
+	struct bkc_backing *b = r->b;
+	struct bkc_set *set = r->set;
+	struct bio *bio = r->bio;
+	unsigned long start = r->start, flags;
+	bool acct = r->flags & RQ_ACCT, first;
+	int n;
+	u64 g;
+
+	if ((r->flags & (RQ_WB | RQ_FUA | RQ_CACHE_ERR)) != RQ_WB ||
+	    r->status || !r->sectors || bkc_epoch_big(r) ||
+	    atomic_read(&set->nacked) >= BKC_ACK_MAX)
+		return false;
+	spin_lock_irqsave(&b->ack_lock, flags);
+	/* a failover reads the list once the set failed: none join later */
+	if (bkc_set_failed(set)) {
+		spin_unlock_irqrestore(&b->ack_lock, flags);
+		return false;
+	}
+	list_add_tail(&r->ack_node, &b->acked);
+	WRITE_ONCE(b->acked_sectors, b->acked_sectors + r->sectors);
+	atomic_inc(&b->nacked);
+	spin_unlock_irqrestore(&b->ack_lock, flags);
+	n = atomic_inc_return(&set->nacked);
+	for_each_granule(g, r->lba, r->sectors)
+		atomic_inc(&bkc_epoch_slot(set, b->dev_id, g)->acked);
+	r->flags |= RQ_ACKED | RQ_ACKLIST;
+	/*
+	 * On the insert list before the caller sees the completion, with the
+	 * counts raised (llist_add() is a full barrier): a later PREFLUSH
+	 * queues behind it.  From here on @r may be inserted and freed.
+	 */
+	first = llist_add(&r->ll, &set->done);
+	if (n == BKC_ACK_BATCH)
+		bkc_insert_now(set);
+	else if (first)
+		bkc_insert_soon(set);
+	bio->bi_status = BLK_STS_OK;
+	if (acct)
+		bio_end_io_acct(bio, start);
+	bio_endio(bio);
+	return true;
+}
+
+/*
+ * The keys of acked @r are in (the insert worker calls this under the set
+ * lock, so that dirty_data moves its sectors into the index's count at
+ * once), or never will be.  Process context.
+ */
+static void bkc_ack_end(struct bkc_req *r)
+{
+	struct bkc_backing *b = r->b;
+	struct bkc_set *set = r->set;
+	unsigned long flags;
+	u64 g;
+
+	if (!(r->flags & RQ_ACKLIST))
+		return;
+	r->flags &= ~RQ_ACKLIST;
+	spin_lock_irqsave(&b->ack_lock, flags);
+	list_del(&r->ack_node);
+	WRITE_ONCE(b->acked_sectors, b->acked_sectors - r->sectors);
+	spin_unlock_irqrestore(&b->ack_lock, flags);
+	/* the keys before the counts drop: see bkc_read(), bkc_submit_bio() */
+	smp_mb__before_atomic();
+	for_each_granule(g, r->lba, r->sectors)
+		atomic_dec(&bkc_epoch_slot(set, b->dev_id, g)->acked);
+	atomic_dec(&b->nacked);
+	atomic_dec(&set->nacked);
+	/* the insert worker sends the waiting reads on when it is done */
+	if (!bkc_set_locked_by_me(set) && !llist_empty(&set->ack_waiters))
+		bkc_insert_now(set);
+}
+
+/*
+ * A read of a range with acked writes waits for their keys: the insert
+ * worker sends it on once it has run (and it may wait again then).
+ */
+static bool bkc_ack_wait(struct bkc_req *r)
+{
+	struct bkc_set *set = r->set;
+
+	if (!bkc_acked_any(set, r->b->dev_id, r->lba, r->sectors))
+		return false;
+	llist_add(&r->ll, &set->ack_waiters);
+	bkc_insert_now(set);
+	return true;
+}
+
+/*
+ * The ranges (bytes of /dev/cacheN) of @b's acked writes, at most @cap of
+ * them into @out; how many.  For a failover of the set (backing.c).
+ */
+u32 bkc_req_acked_ranges(struct bkc_backing *b, struct bkc_lost *out,
+			 u32 cap)
+{
+	struct bkc_req *r;
+	u32 n = 0;
+
+	spin_lock_irq(&b->ack_lock);
+	list_for_each_entry(r, &b->acked, ack_node) {
+		if (n == cap)
+			break;
+		out[n].start = r->lba << SECTOR_SHIFT;
+		out[n].len = (u64)r->sectors << SECTOR_SHIFT;
+		n++;
+	}
+	spin_unlock_irq(&b->ack_lock);
+	return n;
+}
+
+/* Reads waiting for acked writes' keys go on (from @wq). */
+static void bkc_ack_waiters_send(struct bkc_set *set)
+{
+	struct llist_node *list = llist_del_all(&set->ack_waiters);
+	struct bkc_req *r, *tmp;
+
+	llist_for_each_entry_safe(r, tmp, list, ll) {
+		INIT_WORK(&r->work, bkc_dispatch_work);
+		queue_work(set->wq, &r->work);
+	}
+}
+
+/*
+ * Has @r's device dirty data in the cache: in the index, or acked writes'?
+ * Lockless, for reads that would go to the backing device without the
+ * index.
+ */
+static bool bkc_dev_dirty_lockless(struct bkc_req *r)
+{
+	return bkc_core_dev_dirty_lockless(r->set->core, r->b->dev_id) ||
+	       atomic_read(&r->b->nacked);
+}
+
 /* ---- stats and bypass ---- */
 
 /* Count @n of @stat for @r's backing device and its set (stats.c). */
@@ -679,6 +882,10 @@ static void bkc_read(struct bkc_req *r)
 	r->epoch = atomic64_read(&set->epoch);
 	/* the epoch before the inflight checks: see bkc_epoch_begin() */
 	smp_mb();
+	if (bkc_ack_wait(r))
+		return;
+	/* no acked write of the range: the lookup sees their keys */
+	smp_rmb();
 	r->nseg = 0;
 	down_read(&set->lock);
 	ret = bkc_core_lookup(c, r->b->dev_id, r->lba, r->sectors,
@@ -707,7 +914,7 @@ static void bkc_read(struct bkc_req *r)
 		 * The index could not be read.  With no dirty data of this
 		 * device in the cache, the backing device has everything.
 		 */
-		if (!bkc_core_dev_dirty_lockless(c, r->b->dev_id)) {
+		if (!bkc_dev_dirty_lockless(r)) {
 			bkc_err_ratelimited(set->dev.bdev,
 					    "index lookup failed (%d); read from the backing device",
 					    ret);
@@ -1447,7 +1654,8 @@ static void bkc_write(struct bkc_req *r)
 		has = bkc_core_lookup(set->core, b->dev_id, r->lba,
 				      r->sectors, bkc_has_key, NULL);
 		up_read(&set->lock);
-		if (!has)
+		/* an acked write's keys go in first, by the insert worker */
+		if (!has && !bkc_acked_any(set, b->dev_id, r->lba, r->sectors))
 			r->flags |= RQ_NOINVAL | RQ_FAST;
 	}
 
@@ -1571,6 +1779,7 @@ static void bkc_write_release(struct bkc_req *r)
 	if (r->flags & RQ_RANGE)
 		bkc_fg_end(r->b, &r->range);
 	r->flags &= ~RQ_RANGE;
+	bkc_ack_end(r);
 	bkc_epoch_end(r);
 }
 
@@ -1606,7 +1815,8 @@ static void bkc_reroute(struct bkc_req *r)
 /* The insert worker: keys of finished writes, in batches. */
 void bkc_insert_work(struct work_struct *work)
 {
-	struct bkc_set *set = container_of(work, struct bkc_set, insert_work);
+	struct bkc_set *set = container_of(to_delayed_work(work),
+					   struct bkc_set, insert_work);
 	struct llist_node *list = llist_reverse_order(llist_del_all(&set->done));
 	struct bkc_pins pins = {};
 	struct bkc_req *r, *tmp;
@@ -1614,16 +1824,22 @@ void bkc_insert_work(struct work_struct *work)
 	u32 tries;
 	int ret;
 
-	if (!list)
+	if (!list) {
+		bkc_ack_waiters_send(set);
 		return;
+	}
 	/* the leaves of the batch first (see bkc_set_lock()) */
 	down_read(&set->lock);
 	llist_for_each_entry(r, list, ll)
-		bkc_pins_add(set, &pins, bkc_pos(r->b->dev_id, r->lba),
-			     bkc_pos(r->b->dev_id, r->lba + r->sectors));
+		if (!(r->flags & RQ_FLUSHQ))
+			bkc_pins_add(set, &pins, bkc_pos(r->b->dev_id, r->lba),
+				     bkc_pos(r->b->dev_id,
+					     r->lba + r->sectors));
 	up_read(&set->lock);
 	bkc_set_lock(set);
 	llist_for_each_entry(r, list, ll) {
+		if (r->flags & RQ_FLUSHQ)
+			continue;
 		if (bkc_set_failed(set)) {
 			r->ins_next = BKC_INS_PARK;
 			continue;
@@ -1692,7 +1908,13 @@ void bkc_insert_work(struct work_struct *work)
 		}
 		if (r->jseq)
 			noted = true;
+		bkc_ack_end(r);
 		bkc_release_extents(r);
+		/* a batch of acked writes lets waiting I/O in between keys */
+		if (rwsem_is_contended(&set->lock)) {
+			bkc_set_unlock(set);
+			bkc_set_lock(set);
+		}
 	}
 	if (noted)
 		bkc_meta_note_record(set);
@@ -1703,6 +1925,15 @@ void bkc_insert_work(struct work_struct *work)
 	llist_for_each_entry_safe(r, tmp, list, ll) {
 		u8 next = r->ins_next;
 
+		if (r->flags & RQ_FLUSHQ) {
+			/* the acked writes before it are in: flush now */
+			r->flags &= ~RQ_FLUSHQ;
+			if (bkc_set_failed(set))
+				bkc_on_failed_set(r);
+			else
+				bkc_flush_start(r);
+			continue;
+		}
 		r->ins_next = BKC_INS_FINISH;
 		switch (next) {
 		case BKC_INS_PARK:
@@ -1720,6 +1951,7 @@ void bkc_insert_work(struct work_struct *work)
 	}
 	if (defer)
 		queue_work(set->wq, &set->bflush_work);
+	bkc_ack_waiters_send(set);
 }
 
 /*
@@ -1765,7 +1997,7 @@ void bkc_bflush_work(struct work_struct *work)
 			requeue = true;
 	}
 	if (requeue)
-		queue_work(set->insert_wq, &set->insert_work);
+		bkc_insert_now(set);
 }
 
 /* ---- flushes ---- */
@@ -1858,8 +2090,10 @@ static void bkc_req_done(struct bkc_req *r)
 		return;
 	}
 	if (r->flags & RQ_WRITE) {
-		if (llist_add(&r->ll, &r->set->done))
-			queue_work(r->set->insert_wq, &r->set->insert_work);
+		if (!bkc_ack(r)) {
+			llist_add(&r->ll, &r->set->done);
+			bkc_insert_now(r->set);
+		}
 		return;
 	}
 	if (r->flags & RQ_PROMOTE)
@@ -1884,6 +2118,12 @@ static void bkc_park_resolve(struct bkc_req *r, u8 state)
 	case BKC_PARK_INSERT:
 		/* the set is never used again: its extents need no release */
 		bkc_write_release(r);
+		if (r->flags & RQ_ACKED) {
+			/* completed: its data went with the set (lost_dirty) */
+			WARN_ON_ONCE(!dead);
+			bkc_req_complete(r);
+			return;
+		}
 		if (!dead && (r->flags & RQ_WB)) {
 			/* the data is only in the dead cache: write it again */
 			r->flags &= RQ_WRITE | RQ_FUA | RQ_ACCT;
@@ -1975,7 +2215,7 @@ static void bkc_on_failed_set(struct bkc_req *r)
 		bkc_req_fail(r, BLK_STS_IOERR);
 	} else if (!(r->flags & RQ_WRITE) &&
 		   !(r->bio->bi_opf & REQ_PREFLUSH) &&
-		   !bkc_core_dev_dirty_lockless(r->set->core, r->b->dev_id)) {
+		   !bkc_dev_dirty_lockless(r)) {
 		bkc_passthrough(r);
 	} else {
 		bkc_park(r, BKC_PARK_NEW);
@@ -2033,6 +2273,15 @@ void bkc_submit_bio(struct bio *bio)
 		return;
 	}
 	if (bio->bi_opf & REQ_PREFLUSH) {
+		/* behind the device's acked writes: their keys go in first */
+		if (atomic_read(&b->nacked)) {
+			r->flags |= RQ_FLUSHQ;
+			llist_add(&r->ll, &set->done);
+			bkc_insert_now(set);
+			return;
+		}
+		/* none: the journal holds every completed write's keys */
+		smp_rmb();
 		bkc_flush_start(r);
 		return;
 	}

@@ -331,7 +331,7 @@ static ssize_t dirty_data_show(struct kobject *kobj,
 	u64 v;
 
 	mutex_lock(&bkc_lock);
-	v = bkc_backing_dirty_sectors(to_backing(kobj));
+	v = bkc_backing_dirty_sectors_exact(to_backing(kobj));
 	mutex_unlock(&bkc_lock);
 	return bkc_emit_hsize(buf, v << SECTOR_SHIFT);
 }
@@ -492,7 +492,7 @@ static ssize_t writeback_rate_debug_show(struct kobject *kobj,
 	n += sysfs_emit_at(buf, n, "rate:\t\t%llu sectors/s\n",
 			   READ_ONCE(b->wb.rate));
 	n += sysfs_emit_at(buf, n, "dirty:\t\t%llu sectors\n",
-			   bkc_backing_dirty_sectors(b));
+			   bkc_backing_dirty_sectors_exact(b));
 	n += sysfs_emit_at(buf, n, "target:\t\t%llu sectors\n",
 			   READ_ONCE(b->wb.target));
 	n += sysfs_emit_at(buf, n, "proportional:\t%lld\n",
@@ -838,13 +838,20 @@ static ssize_t set_dirty_data_show(struct kobject *kobj,
 				   struct kobj_attribute *attr, char *buf)
 {
 	struct bkc_set *set = to_set(kobj);
+	struct bkc_backing *b;
 	u64 v = 0;
 	bool up;
 
 	mutex_lock(&bkc_lock);
 	up = set->core;
-	if (up)
+	if (up) {
+		/* and the acked writes' not in yet, consistently (request.c) */
+		down_read(&set->lock);
 		v = bkc_core_dirty_sectors_lockless(set->core);
+		list_for_each_entry(b, &set->backings, set_node)
+			v += READ_ONCE(b->acked_sectors);
+		up_read(&set->lock);
+	}
 	mutex_unlock(&bkc_lock);
 	if (!up)
 		return -ENODEV;

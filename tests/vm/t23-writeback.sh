@@ -22,6 +22,12 @@
 #     paused: nothing goes to md0) make no flush of md0 (at most 10
 #     flushes counted on its members: md's own superblock writes; one per
 #     fsync would be 600), 50 in writethrough make at least 50;
+#   - issue 9, writes complete before their keys are in: 2000 rounds of
+#     1-4 random 4k writes each read back at once read what was written
+#     (the read waits for the keys), and in 300 rounds a write that
+#     bypasses the cache (a stream past an 8k sequential_cutoff) right
+#     after a cached write of the same block reads back as the bypassed
+#     write (it goes through the insert worker behind the cached one);
 #   - issue 9, stripe fill: 1024 random 4k writes spread over 32 MiB (one
 #     block in 8, a few per 128 KiB stripe) drain with md0 read to fill
 #     the stripes and md's members reading no more than that (md reads
@@ -212,6 +218,24 @@ fwt=$(fsync_writes writethrough 50)
 echo writeback >"$BATTR/cache_mode"
 log "fsync: 200 in writeback (nothing on md0) made $fwb member flushes, 50 in writethrough $fwt"
 wait_clean 120
+
+# -- issue 9: writes complete before their keys are in --------------------
+# rwcheck (tests/vm/rwcheck.c): reads right after writes, and bypassed
+# writes right after cached writes of the same block
+rwcheck=$BKC_REPO/tests/vm/rwcheck
+echo 0 >"$BATTR/writeback_running"
+out=$("$rwcheck" readback /dev/cache0 $((544 * 256)) $((16 * 256)) 2000 21) ||
+	fail "reads right after writes: $out"
+log "$out"
+echo 8k >"$BATTR/sequential_cutoff"
+b0=$(hsize_bytes "$(stat_get bypassed)")
+out=$("$rwcheck" bypass /dev/cache0 $((600 * 256)) $((300 * 256)) 300 22 2) ||
+	fail "bypassed writes right after cached writes: $out"
+b1=$(hsize_bytes "$(stat_get bypassed)")
+echo 4M >"$BATTR/sequential_cutoff"
+log "$out; about $(((b1 - b0) / 1024)) KiB of the last writes bypassed the cache"
+wait_clean 120
+echo 10 >"$BATTR/writeback_percent"
 
 # -- stripe fill: sparse dirty data goes to md0 in whole stripes -------------
 # read_sectors DEV...: sectors the devices completed reads of (diskstats)
