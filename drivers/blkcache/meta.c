@@ -492,8 +492,7 @@ static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
 		/* the leaves of the step first (see bkc_set_lock()) */
 		bkc_pins_get(set, &pins, bkc_gc_pos(&set->gc), BKC_POS_MAX);
 		bkc_set_lock(set);
-		if (set->gc.state == BKC_GC_IDLE)
-			bkc_gc_start(&set->gc);
+		bkc_gc_start(&set->gc);	/* no-op while a pass runs */
 		m->nr = 0;
 		r = bkc_gc_step(&set->gc, budget, bkc_gc_collect, m);
 		urgent = bkc_gc_wanted(&set->gc);
@@ -569,7 +568,7 @@ static int bkc_meta_thread(void *arg)
 		down_read(&set->lock);
 		fill = bkc_core_journal_fill(c);
 		refill |= bkc_core_want_refill(c);
-		gc |= set->gc.state != BKC_GC_IDLE || bkc_gc_wanted(&set->gc);
+		gc |= bkc_gc_running(&set->gc) || bkc_gc_wanted(&set->gc);
 		first = set->jfirst;
 		up_read(&set->lock);
 

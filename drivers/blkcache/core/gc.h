@@ -73,6 +73,12 @@ static inline u64 bkc_gc_pos(const struct bkc_gc *gc)
 	return gc->state == BKC_GC_WALK ? gc->pos : 0;
 }
 
+/* Is a pass running (walking or ending)? */
+static inline bool bkc_gc_running(const struct bkc_gc *gc)
+{
+	return gc->state != BKC_GC_IDLE;
+}
+
 /*
  * The journal entry the walk of the running pass ended in: the pass ends
  * once nothing up to it is needed any more.  0 (none) until then.
