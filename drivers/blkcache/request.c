@@ -99,31 +99,41 @@ struct bkc_seg {
 	bool	put;		/* allocation released */
 };
 
-/* request flags */
+/* How a request's data goes (r->route). */
+enum bkc_route {
+	BKC_RT_NONE,	/* not routed: reads, and writes until bkc_write() */
+	BKC_RT_PASS,	/* no cache set, or a failed one: a plain remap */
+	BKC_RT_WB,	/* a write to the cache only, dirty keys */
+	BKC_RT_WT,	/* a write to both devices, clean keys */
+	BKC_RT_AROUND,	/* a write to the backing device; the cache forgets it */
+	BKC_RT_FAST,	/* the same, the cache holding nothing of it: no keys */
+};
+
+/* Where a request is (r->stage). */
+enum bkc_stage {
+	BKC_ST_DATA,	/* its data I/O, then its keys (the default) */
+	BKC_ST_FLUSH,	/* the PREFLUSH before it (bkc_flush_start()) */
+	BKC_ST_FLUSHQ,	/* that PREFLUSH, behind acked writes (bkc_submit_bio()) */
+	BKC_ST_ACKED,	/* completed to its caller, its keys not in (bkc_ack()) */
+};
+
+/* What a request is, holds and met on the way (r->flags). */
 enum {
 	RQ_WRITE	= 1 << 0,
 	RQ_FUA		= 1 << 1,
-	RQ_FLUSHING	= 1 << 2,	/* in the PREFLUSH stage */
-	RQ_BYPASS	= 1 << 3,
-	RQ_WB		= 1 << 4,	/* data to the cache only, dirty */
-	RQ_WT		= 1 << 5,	/* data to both, clean */
-	RQ_RANGE	= 1 << 6,	/* holds a bkc_fg_range */
-	RQ_EPOCH	= 1 << 7,	/* holds write epochs */
-	RQ_CACHE_ERR	= 1 << 8,
-	RQ_BACK_ERR	= 1 << 9,
-	RQ_PROMOTE	= 1 << 10,
-	RQ_WHIT		= 1 << 11,	/* its keys replaced cached data */
-	RQ_NOINVAL	= 1 << 12,	/* no invalidation needed */
-	RQ_PASS		= 1 << 13,	/* no cache set: plain remap */
-	RQ_WBCOUNT	= 1 << 14,	/* counted in wb.wb_writes */
-	RQ_RELOOKUP	= 1 << 15,	/* a dirty hit went stale: read again */
-	RQ_ACCT		= 1 << 16,	/* I/O accounting started */
-	RQ_FAST		= 1 << 17,	/* bypass, nothing to invalidate */
-	RQ_FLUSHED	= 1 << 18,	/* backing flushed since its write */
-	RQ_COUNTED	= 1 << 19,	/* write hit or miss counted */
-	RQ_ACKED	= 1 << 20,	/* completed before its keys went in */
-	RQ_ACKLIST	= 1 << 21,	/* on b->acked, counted in the slots */
-	RQ_FLUSHQ	= 1 << 22,	/* a PREFLUSH behind acked writes */
+	RQ_RANGE	= 1 << 2,	/* holds a bkc_fg_range */
+	RQ_EPOCH	= 1 << 3,	/* holds write epochs */
+	RQ_CACHE_ERR	= 1 << 4,
+	RQ_BACK_ERR	= 1 << 5,
+	RQ_PROMOTE	= 1 << 6,
+	RQ_WHIT		= 1 << 7,	/* its keys replaced cached data */
+	RQ_NOINVAL	= 1 << 8,	/* no invalidation needed */
+	RQ_WBCOUNT	= 1 << 9,	/* counted in wb.wb_writes */
+	RQ_RELOOKUP	= 1 << 10,	/* a dirty hit went stale: read again */
+	RQ_ACCT		= 1 << 11,	/* I/O accounting started */
+	RQ_FLUSHED	= 1 << 12,	/* backing flushed since its write */
+	RQ_COUNTED	= 1 << 13,	/* write hit or miss counted */
+	RQ_ACKLIST	= 1 << 14,	/* on b->acked, counted in the slots */
 };
 
 /* What the insert worker does with a request once the set is unlocked. */
@@ -174,6 +184,8 @@ struct bkc_req {
 	struct work_struct	work;
 	struct list_head	fo_node;	/* on b->fo_parked */
 	struct list_head	ack_node;	/* on b->acked */
+	u8			route;		/* enum bkc_route */
+	u8			stage;		/* enum bkc_stage */
 	u8			park;		/* BKC_PARK_* */
 	u8			ins_next;	/* BKC_INS_* */
 	struct bkc_fg_range	range;
@@ -248,7 +260,7 @@ static void bkc_req_complete(struct bkc_req *r)
 	struct bkc_backing *b = r->b;
 	struct bio *bio = r->bio;
 
-	if (!(r->flags & RQ_ACKED)) {
+	if (r->stage != BKC_ST_ACKED) {
 		bio->bi_status = r->status;
 		if (r->flags & RQ_ACCT)
 			bio_end_io_acct(bio, r->start);
@@ -650,7 +662,7 @@ static bool bkc_ack(struct bkc_req *r)
 	int n;
 	u64 g;
 
-	if ((r->flags & (RQ_WB | RQ_FUA | RQ_CACHE_ERR)) != RQ_WB ||
+	if (r->route != BKC_RT_WB || (r->flags & (RQ_FUA | RQ_CACHE_ERR)) ||
 	    r->status || !r->sectors || bkc_epoch_big(r) ||
 	    atomic_read(&set->nacked) >= BKC_ACK_MAX)
 		return false;
@@ -667,7 +679,8 @@ static bool bkc_ack(struct bkc_req *r)
 	n = atomic_inc_return(&set->nacked);
 	for_each_granule(g, r->lba, r->sectors)
 		atomic_inc(&bkc_epoch_slot(set, b->dev_id, g)->acked);
-	r->flags |= RQ_ACKED | RQ_ACKLIST;
+	r->stage = BKC_ST_ACKED;
+	r->flags |= RQ_ACKLIST;
 	/*
 	 * On the insert list before the caller sees the completion, with the
 	 * counts raised (llist_add() is a full barrier): a later PREFLUSH
@@ -862,7 +875,7 @@ static void bkc_read_work(struct work_struct *work);
 /* Fail a request that has not been cut into clones yet. */
 static void bkc_req_fail(struct bkc_req *r, blk_status_t st)
 {
-	r->flags |= RQ_PASS;
+	r->route = BKC_RT_PASS;
 	r->nseg = 0;
 	r->flags &= ~RQ_PROMOTE;
 	bkc_acct_start(r);
@@ -1632,12 +1645,12 @@ static void bkc_write(struct bkc_req *r)
 	if (r->sectors)
 		bkc_epoch_begin(r);
 	if (bypass) {
-		r->flags |= RQ_BYPASS;
+		r->route = BKC_RT_AROUND;
 		bkc_count(r, BKC_STAT_BYPASSED, r->sectors);
 	} else {
-		r->flags |= mode == BKC_MODE_WRITEBACK ? RQ_WB : RQ_WT;
+		r->route = mode == BKC_MODE_WRITEBACK ? BKC_RT_WB : BKC_RT_WT;
 	}
-	if (!(r->flags & RQ_WB)) {
+	if (r->route != BKC_RT_WB) {
 		bkc_fg_begin(b, &r->range, r->lba, r->sectors);
 		r->flags |= RQ_RANGE;
 	}
@@ -1647,7 +1660,7 @@ static void bkc_write(struct bkc_req *r)
 	 * worker.  Writes that race with it are unordered with it anyway;
 	 * promotions are kept off by its write epoch.
 	 */
-	if ((r->flags & RQ_BYPASS) && r->sectors) {
+	if (r->route == BKC_RT_AROUND && r->sectors) {
 		int has;
 
 		down_read(&set->lock);
@@ -1656,11 +1669,11 @@ static void bkc_write(struct bkc_req *r)
 		up_read(&set->lock);
 		/* an acked write's keys go in first, by the insert worker */
 		if (!has && !bkc_acked_any(set, b->dev_id, r->lba, r->sectors))
-			r->flags |= RQ_NOINVAL | RQ_FAST;
+			r->route = BKC_RT_FAST;
 	}
 
-	atomic_set(&r->pending, r->nseg + !(r->flags & RQ_WB) + 1);
-	if (!(r->flags & RQ_WB))
+	atomic_set(&r->pending, r->nseg + (r->route != BKC_RT_WB) + 1);
+	if (r->route != BKC_RT_WB)
 		bkc_to_backing(r, BKC_SEG_WHOLE, r->lba, r->sectors);
 	for (i = 0; i < r->nseg; i++)
 		bkc_to_cache(r, i);
@@ -1710,7 +1723,7 @@ static int bkc_apply(struct bkc_req *r)
 	u64 lba, seq;
 	int ret = 0;
 
-	if (r->flags & RQ_WB)
+	if (r->route == BKC_RT_WB)
 		return (r->flags & RQ_CACHE_ERR) ? 0 : bkc_apply_keys(r, true);
 	/*
 	 * The backing write failed: whatever the cache holds for the range
@@ -1730,10 +1743,10 @@ static int bkc_apply(struct bkc_req *r)
 		if (ret)
 			return ret < 0 ? ret : -EINPROGRESS;
 	}
-	if ((r->flags & RQ_WT) && !(r->flags & RQ_CACHE_ERR))
+	if (r->route == BKC_RT_WT && !(r->flags & RQ_CACHE_ERR))
 		return bkc_apply_keys(r, false);
 	/* a bypassed write already looked in bkc_write() and found keys */
-	if (!(r->flags & (RQ_NOINVAL | RQ_BYPASS))) {
+	if (!(r->flags & RQ_NOINVAL) && r->route != BKC_RT_AROUND) {
 		ret = bkc_core_lookup(c, dev, r->lba, r->sectors, bkc_has_key,
 				      NULL);
 		if (ret < 0)
@@ -1802,8 +1815,8 @@ static void bkc_write_finish(struct bkc_req *r)
  */
 static void bkc_reroute(struct bkc_req *r)
 {
-	r->flags &= ~(RQ_WB | RQ_CACHE_ERR);
-	r->flags |= RQ_BYPASS;
+	r->flags &= ~RQ_CACHE_ERR;
+	r->route = BKC_RT_AROUND;
 	r->nseg = 0;
 	r->applied = 0;
 	bkc_fg_begin(r->b, &r->range, r->lba, r->sectors);
@@ -1831,21 +1844,20 @@ void bkc_insert_work(struct work_struct *work)
 	/* the leaves of the batch first (see bkc_set_lock()) */
 	down_read(&set->lock);
 	llist_for_each_entry(r, list, ll)
-		if (!(r->flags & RQ_FLUSHQ))
+		if (r->stage != BKC_ST_FLUSHQ)
 			bkc_pins_add(set, &pins, bkc_pos(r->b->dev_id, r->lba),
 				     bkc_pos(r->b->dev_id,
 					     r->lba + r->sectors));
 	up_read(&set->lock);
 	bkc_set_lock(set);
 	llist_for_each_entry(r, list, ll) {
-		if (r->flags & RQ_FLUSHQ)
+		if (r->stage == BKC_ST_FLUSHQ)
 			continue;
 		if (bkc_set_failed(set)) {
 			r->ins_next = BKC_INS_PARK;
 			continue;
 		}
-		if ((r->flags & (RQ_WB | RQ_CACHE_ERR)) ==
-		    (RQ_WB | RQ_CACHE_ERR)) {
+		if (r->route == BKC_RT_WB && (r->flags & RQ_CACHE_ERR)) {
 			bkc_release_extents(r);
 			if (!bkc_core_dev_dirty(set->core, r->b->dev_id)) {
 				r->ins_next = BKC_INS_REROUTE;
@@ -1925,9 +1937,9 @@ void bkc_insert_work(struct work_struct *work)
 	llist_for_each_entry_safe(r, tmp, list, ll) {
 		u8 next = r->ins_next;
 
-		if (r->flags & RQ_FLUSHQ) {
+		if (r->stage == BKC_ST_FLUSHQ) {
 			/* the acked writes before it are in: flush now */
-			r->flags &= ~RQ_FLUSHQ;
+			r->stage = BKC_ST_DATA;
 			if (bkc_set_failed(set))
 				bkc_on_failed_set(r);
 			else
@@ -2027,7 +2039,7 @@ static void bkc_flush_start(struct bkc_req *r)
 	struct bio *flush;
 	u64 gen;
 
-	r->flags |= RQ_FLUSHING;
+	r->stage = BKC_ST_FLUSH;
 	if (!bkc_backing_flush_needed(b, &gen)) {
 		atomic_set(&r->pending, 1);
 	} else {
@@ -2055,8 +2067,8 @@ static void bkc_dispatch_work(struct work_struct *work)
 
 static void bkc_req_done(struct bkc_req *r)
 {
-	if (r->flags & RQ_FLUSHING) {
-		r->flags &= ~RQ_FLUSHING;
+	if (r->stage == BKC_ST_FLUSH) {
+		r->stage = BKC_ST_DATA;
 		r->bio->bi_opf &= ~REQ_PREFLUSH;
 		if (r->status || !bio_sectors(r->bio)) {
 			bkc_acct_start(r);
@@ -2081,11 +2093,11 @@ static void bkc_req_done(struct bkc_req *r)
 		queue_work(r->set->wq, &r->work);
 		return;
 	}
-	if (r->flags & RQ_PASS) {
+	if (r->route == BKC_RT_PASS) {
 		bkc_req_complete(r);
 		return;
 	}
-	if ((r->flags & (RQ_WRITE | RQ_FAST)) == (RQ_WRITE | RQ_FAST)) {
+	if (r->route == BKC_RT_FAST) {
 		bkc_write_finish(r);
 		return;
 	}
@@ -2118,13 +2130,13 @@ static void bkc_park_resolve(struct bkc_req *r, u8 state)
 	case BKC_PARK_INSERT:
 		/* the set is never used again: its extents need no release */
 		bkc_write_release(r);
-		if (r->flags & RQ_ACKED) {
+		if (r->stage == BKC_ST_ACKED) {
 			/* completed: its data went with the set (lost_dirty) */
 			WARN_ON_ONCE(!dead);
 			bkc_req_complete(r);
 			return;
 		}
-		if (!dead && (r->flags & RQ_WB)) {
+		if (!dead && r->route == BKC_RT_WB) {
 			/* the data is only in the dead cache: write it again */
 			r->flags &= RQ_WRITE | RQ_FUA | RQ_ACCT;
 			r->status = BLK_STS_OK;
@@ -2237,7 +2249,7 @@ static void bkc_dispatch(struct bkc_req *r)
 /* No cache set (or a failed one): remap to the backing device. */
 static void bkc_passthrough(struct bkc_req *r)
 {
-	r->flags |= RQ_PASS;
+	r->route = BKC_RT_PASS;
 	bkc_acct_start(r);
 	atomic_set(&r->pending, 1);
 	bkc_to_backing(r, BKC_SEG_WHOLE, r->lba, r->sectors);
@@ -2275,7 +2287,7 @@ void bkc_submit_bio(struct bio *bio)
 	if (bio->bi_opf & REQ_PREFLUSH) {
 		/* behind the device's acked writes: their keys go in first */
 		if (atomic_read(&b->nacked)) {
-			r->flags |= RQ_FLUSHQ;
+			r->stage = BKC_ST_FLUSHQ;
 			llist_add(&r->ll, &set->done);
 			bkc_insert_now(set);
 			return;
