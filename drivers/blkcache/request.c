@@ -637,10 +637,11 @@ static bool bkc_acked_any(struct bkc_set *set, u32 dev, u64 lba, u32 len)
 {
 	u64 g;
 
-	if (!len)
+	/* none in the set: the common case of reads, no slot to look at */
+	if (!len || !atomic_read(&set->nacked))
 		return false;
 	if (bkc_granules(lba, len) > BKC_EPOCH_SLOTS / 4)
-		return atomic_read(&set->nacked);
+		return true;
 	for_each_granule(g, lba, len)
 		if (atomic_read(&bkc_epoch_slot(set, dev, g)->acked))
 			return true;
