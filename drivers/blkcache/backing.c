@@ -52,13 +52,15 @@ u64 bkc_backing_dirty_sectors(struct bkc_backing *b)
 
 /*
  * The same, consistent with the index: the insert worker moves an acked
- * write's sectors into the index under the set lock.  May sleep.
+ * write's sectors into the index under the set lock.  May sleep; the
+ * caller holds bkc_lock, so that the set stays.
  */
 u64 bkc_backing_dirty_sectors_exact(struct bkc_backing *b)
 {
-	struct bkc_set *set = READ_ONCE(b->set);
+	struct bkc_set *set = b->set;
 	u64 v;
 
+	lockdep_assert_held(&bkc_lock);
 	if (!set || !set->core)
 		return 0;
 	down_read(&set->lock);
@@ -1103,6 +1105,7 @@ void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
 		strscpy(disk, b->disk->disk_name, sizeof(disk));
 
 	if (!dirty && !b->stop_always) {
+		kvfree(acked);
 		r = bkc_backing_sb_forget(b, BKC_STATE_NONE);
 		bkc_req_failover(b, BKC_FO_PASS);
 		bkc_backing_unlink(b);

@@ -155,7 +155,7 @@ struct bkc_set {
 	 * their own: items on @wq may block until requests drain, which
 	 * needs the insert worker, also when only the rescuers run.  The
 	 * worker is delayed while it has only acked writes to insert
-	 * (request.c, bkc_insert_kick()).
+	 * (request.c, bkc_insert_soon()).
 	 */
 	struct workqueue_struct	*insert_wq;
 	struct llist_head	done;

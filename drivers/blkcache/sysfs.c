@@ -488,11 +488,15 @@ static ssize_t writeback_rate_debug_show(struct kobject *kobj,
 	struct bkc_backing *b = to_backing(kobj);
 	struct bkc_ratectl *c = &b->wb.ctl;
 	ssize_t n = 0;
+	u64 dirty;
 
+	/* the set stays while bkc_lock is held */
+	mutex_lock(&bkc_lock);
+	dirty = bkc_backing_dirty_sectors_exact(b);
+	mutex_unlock(&bkc_lock);
 	n += sysfs_emit_at(buf, n, "rate:\t\t%llu sectors/s\n",
 			   READ_ONCE(b->wb.rate));
-	n += sysfs_emit_at(buf, n, "dirty:\t\t%llu sectors\n",
-			   bkc_backing_dirty_sectors_exact(b));
+	n += sysfs_emit_at(buf, n, "dirty:\t\t%llu sectors\n", dirty);
 	n += sysfs_emit_at(buf, n, "target:\t\t%llu sectors\n",
 			   READ_ONCE(b->wb.target));
 	n += sysfs_emit_at(buf, n, "proportional:\t%lld\n",
