@@ -58,10 +58,10 @@ $(SBEDIT): tests/vm/sbedit.c drivers/blkcache/core/sb.c tools/lib/crc32c.c \
 $(CRASH_IO): tests/vm/crash-io.c
 	$(CC) $(USER_CFLAGS) -pthread -o $@ $<
 
-$(POISON_IO): tests/vm/poison-io.c
+$(POISON_IO): tests/vm/poison-io.c tests/vm/xorshift.h
 	$(CC) $(USER_CFLAGS) -pthread -o $@ $<
 
-$(RWCHECK): tests/vm/rwcheck.c
+$(RWCHECK): tests/vm/rwcheck.c tests/vm/xorshift.h
 	$(CC) $(USER_CFLAGS) -o $@ $<
 
 $(METAMAP): $(METAMAP_SRC) $(wildcard drivers/blkcache/core/*.h) \

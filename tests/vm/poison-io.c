@@ -23,18 +23,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "xorshift.h"
+
 #define BLK	4096
-
-static uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	*s = x;
-	return x;
-}
 
 static void pattern(uint8_t *buf, uint64_t blk, uint64_t seed)
 {

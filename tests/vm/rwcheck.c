@@ -32,22 +32,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "xorshift.h"
+
 #define BLK		4096
 #define PER_MIB		(1048576 / BLK)
 #define MAX_PER_ROUND	4
 #define MAX_REPORT	10
 #define MAGIC		0x6b63656863777221ULL	/* "!rwcheck" */
-
-static uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	*s = x;
-	return x;
-}
 
 static void pattern(uint8_t *buf, uint64_t blk, uint64_t round,
 		    uint64_t step, uint64_t seed)
