@@ -39,7 +39,8 @@
  * seconds is left alone.
  *
  * Yielding: while foreground I/O reaches the backing device (a request
- * sent there or completed there within the last BKC_WB_YIELD), a target
+ * sent there or completed there within the last BKC_WB_YIELD), dirty
+ * data at or below the target is not written back at all, and a target
  * of 0 does not mean full speed: the controller's rate holds, so
  * back-to-back batches do not queue in front of the foreground requests.
  * Draining for detach, a max_age pass and a set nearly full of dirty
@@ -621,7 +622,7 @@ static int bkc_wb_thread(void *arg)
 	unsigned long last = jiffies, dirty_since = 0, backoff = HZ;
 	struct bkc_wb_ctx *x;
 	u64 dirty, target, rate, cap;
-	bool idle, full, yield;
+	bool idle, full, yield, rest;
 	long r;
 
 	x = kzalloc(sizeof(*x), GFP_KERNEL);
@@ -666,13 +667,23 @@ static int bkc_wb_thread(void *arg)
 			!bkc_wb_urgent(b);
 		full = READ_ONCE(wb->drain) || wb->sweeping ||
 			(!yield && (!target || idle));
-		WRITE_ONCE(wb->yielding, yield);
+		/*
+		 * At or below the target nothing needs writing back now: while
+		 * foreground I/O goes to the backing device, write nothing
+		 * (each batch ends with a flush of it), and look again once
+		 * the foreground has been quiet for BKC_WB_YIELD.
+		 */
+		rest = !full && dirty <= target && READ_ONCE(wb->running) &&
+		       bkc_wb_fg_busy(wb) && !bkc_wb_urgent(b);
+		WRITE_ONCE(wb->yielding, yield || rest);
 		cap = READ_ONCE(wb->rate_max) >> SECTOR_SHIFT;
 		wb->ctl.max_rate = cap;
 		rate = bkc_ratectl_update(&wb->ctl, dirty, target, dt,
 					  idle && !yield);
 		if (full)
 			rate = cap ? cap : BKC_WB_FULL_RATE;
+		if (rest)
+			rate = 0;
 		WRITE_ONCE(wb->rate, rate);
 
 		if ((!READ_ONCE(wb->running) && !READ_ONCE(wb->drain)) ||
@@ -680,6 +691,10 @@ static int bkc_wb_thread(void *arg)
 		     time_before(now, dirty_since + READ_ONCE(wb->delay) * HZ))) {
 			wait_event_interruptible_timeout(wb->kick,
 				bkc_wb_should_wake(b), HZ);
+			continue;
+		}
+		if (rest) {
+			bkc_wb_pause(b, HZ);
 			continue;
 		}
 

@@ -18,6 +18,9 @@
 #     (the controller's rate, not full speed) and still writes some back,
 #     and "yielding: 0" within 5 s of the reader stopping; the data then
 #     drains and verifies;
+#   - the same reader with the dirty data below writeback_percent (and
+#     writeback_delay 0): nothing at all is written back while it runs
+#     ("rate: 0"), everything once it stops;
 #   - issue 9, fsync: 200 4k writes with fsync=1 in writeback (writeback
 #     paused: nothing goes to md0) make no flush of md0 (at most 10
 #     flushes counted on its members: md's own superblock writes; one per
@@ -180,6 +183,46 @@ log "yield: $((d0 / 2048)) MiB dirty, $((d1 / 2048)) MiB after 5 s of a 100 IOPS
 wait_clean 120
 echo 10 >"$BATTR/writeback_percent"
 fio_region 176 32 17 --verify_only=1
+
+# Below the target (writeback_percent 10, no delay), the same reader: no
+# batch at all while it runs ("rate: 0"), a full-speed drain once it stops.
+echo 0 >"$BATTR/writeback_running"
+echo 0 >"$BATTR/writeback_delay"
+fio_region 176 32 18 --do_verify=0
+fio --output=/tmp/fio-fg.out --eta=never --name=fg --filename=/dev/cache0 \
+	--direct=1 --rw=randread --bs=4k --offset=$((1024 * MB)) --size=$((512 * MB)) \
+	--ioengine=psync --rate_iops=100 --time_based --runtime=60 &
+fg=$!
+m0=$(stat_get cache_misses)
+for ((i = 0; i < 100; i++)); do
+	[ "$(stat_get cache_misses)" -gt $((m0 + 20)) ] && break
+	sleep 0.1
+done
+[ "$i" -lt 100 ] || fail "the foreground reader makes no misses"
+d0=$(dirty_sectors)
+echo 1 >"$BATTR/writeback_running"
+# the thread looks at writeback_running at least once a second
+sleep 1.5
+[ "$d0" -le "$(wb_debug target)" ] ||
+	fail "test setup: $d0 dirty sectors are above the target, $(wb_debug target)"
+nr=0
+for ((i = 0; i < 15; i++)); do
+	[ "$(wb_debug yielding)" = 1 ] && [ "$(wb_debug rate)" = 0 ] && nr=$((nr + 1))
+	sleep 0.2
+done
+d1=$(dirty_sectors)
+[ "$nr" -ge 13 ] ||
+	fail "below the target with misses going to md0: resting (yielding, rate 0) in $nr of 15 samples"
+[ "$d1" = "$d0" ] ||
+	fail "below the target with misses going to md0: written back $(((d0 - d1) / 2))K"
+kill "$fg" 2>/dev/null || true
+wait "$fg" 2>/dev/null || true
+start=$SECONDS
+wait_clean 120
+log "below the target: $((d0 / 2048)) MiB dirty stayed for 4.5 s of a 100 IOPS miss reader" \
+	"(resting in $nr of 15 samples), clean $((SECONDS - start)) s after it stopped"
+echo 30 >"$BATTR/writeback_delay"
+fio_region 176 32 18 --verify_only=1
 
 # -- fsync: md0 is flushed only when something was written to it ------------
 # member_flushes: flush requests the RAID members completed (diskstats)
