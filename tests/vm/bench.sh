@@ -800,13 +800,27 @@ job_latency() {
 }
 
 job_seq() {
-	if fio_run seqwrite --ioengine=libaio --rw=write --bs=1M --iodepth=4 \
-		--offset=$SEQ_OFF --size=$SEQ_SIZE --time_based --runtime="$RUNTIME"; then
+	local v
+	set -- --ioengine=libaio --rw=write --bs=1M --iodepth=4 \
+		--offset=$SEQ_OFF --size=$SEQ_SIZE --time_based --runtime="$RUNTIME"
+	if fio_run seqwrite "$@"; then
 		# KiB/s to MB/s: * 1024 / 10^6
 		put seqwrite "$(fio_field 976.5625 48)"
 	else
 		put seqwrite n/a "fio failed"
 	fi
+	# The reference right after: the same writes on md0 itself, under the
+	# cache, with its writeback held.  They overwrite what the cache
+	# wrote there, which no later job reads (the drains set up afresh).
+	has_twin || return 0
+	twin_hold 0
+	if DEV=$MD fio_run twin-seqwrite "$@"; then
+		v=$(fio_field 976.5625 48)
+	else
+		v=n/a
+	fi
+	twin_hold 1
+	put twin_seqwrite "$v" "$([ "$v" != n/a ] || echo "fio failed")"
 }
 
 # job_drain NAME OFFSET SPAN_MIB MIB: on a freshly set up cache, MIB of 4k
