@@ -39,10 +39,11 @@
  * seconds is left alone.
  *
  * Yielding: while foreground I/O reaches the backing device (a request
- * sent there or completed there within the last BKC_WB_YIELD), dirty
- * data at or below the target is not written back at all, and a target
+ * sent there or completed there within the last BKC_WB_YIELD), a target
  * of 0 does not mean full speed: the controller's rate holds, so
  * back-to-back batches do not queue in front of the foreground requests.
+ * Dirty data at or below the target is not written back at all while
+ * foreground I/O has reached the backing device within BKC_WB_IDLE.
  * Draining for detach, a max_age pass and a set nearly full of dirty
  * data (BKC_DIRTY_URGENT_PCT, below the point where writes start to bypass)
  * do not yield.  A request that only hits the cache keeps the device
@@ -569,6 +570,12 @@ static bool bkc_wb_fg_busy(struct bkc_wb *wb)
 	return time_before(jiffies, READ_ONCE(wb->fg_last) + BKC_WB_YIELD);
 }
 
+/* Foreground I/O reached the backing device within BKC_WB_IDLE. */
+static bool bkc_wb_fg_recent(struct bkc_wb *wb)
+{
+	return time_before(jiffies, READ_ONCE(wb->fg_last) + BKC_WB_IDLE);
+}
+
 /*
  * Sleep @t between batches.  A pause that only yields to the foreground
  * ends as soon as the foreground has gone quiet.
@@ -670,11 +677,11 @@ static int bkc_wb_thread(void *arg)
 		/*
 		 * At or below the target nothing needs writing back now: while
 		 * foreground I/O goes to the backing device, write nothing
-		 * (each batch ends with a flush of it), and look again once
-		 * the foreground has been quiet for BKC_WB_YIELD.
+		 * (each batch ends with a flush of it) until the foreground
+		 * has been quiet for BKC_WB_IDLE, not just for BKC_WB_YIELD.
 		 */
 		rest = !full && dirty <= target && READ_ONCE(wb->running) &&
-		       bkc_wb_fg_busy(wb) && !bkc_wb_urgent(b);
+		       bkc_wb_fg_recent(wb) && !bkc_wb_urgent(b);
 		WRITE_ONCE(wb->yielding, yield || rest);
 		cap = READ_ONCE(wb->rate_max) >> SECTOR_SHIFT;
 		wb->ctl.max_rate = cap;
@@ -694,7 +701,8 @@ static int bkc_wb_thread(void *arg)
 			continue;
 		}
 		if (rest) {
-			bkc_wb_pause(b, HZ);
+			wait_event_interruptible_timeout(wb->kick,
+				bkc_wb_should_wake(b), BKC_WB_YIELD);
 			continue;
 		}
 

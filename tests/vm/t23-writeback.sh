@@ -20,7 +20,7 @@
 #     drains and verifies;
 #   - the same reader with the dirty data below writeback_percent (and
 #     writeback_delay 0): nothing at all is written back while it runs
-#     ("rate: 0"), everything once it stops;
+#     ("rate: 0"), everything once it has stopped for a second;
 #   - issue 9, fsync: 200 4k writes with fsync=1 in writeback (writeback
 #     paused: nothing goes to md0) make no flush of md0 (at most 10
 #     flushes counted on its members: md's own superblock writes; one per
@@ -189,9 +189,10 @@ fio_region 176 32 17 --verify_only=1
 echo 0 >"$BATTR/writeback_running"
 echo 0 >"$BATTR/writeback_delay"
 fio_region 176 32 18 --do_verify=0
+# another seed: the blocks the first reader promoted would be hits
 fio --output=/tmp/fio-fg.out --eta=never --name=fg --filename=/dev/cache0 \
 	--direct=1 --rw=randread --bs=4k --offset=$((1024 * MB)) --size=$((512 * MB)) \
-	--ioengine=psync --rate_iops=100 --time_based --runtime=60 &
+	--randseed=23 --ioengine=psync --rate_iops=100 --time_based --runtime=60 &
 fg=$!
 m0=$(stat_get cache_misses)
 for ((i = 0; i < 100; i++)); do
@@ -221,6 +222,7 @@ start=$SECONDS
 wait_clean 120
 log "below the target: $((d0 / 2048)) MiB dirty stayed for 4.5 s of a 100 IOPS miss reader" \
 	"(resting in $nr of 15 samples), clean $((SECONDS - start)) s after it stopped"
+echo 10 >"$BATTR/writeback_percent"
 echo 30 >"$BATTR/writeback_delay"
 fio_region 176 32 18 --verify_only=1
 
