@@ -137,20 +137,26 @@ fio_region 160 8 13 --verify_only=1
 wb_debug() {
 	awk -v f="$1:" '$1 == f { print $2 }' "$BATTR/writeback_rate_debug"
 }
+# miss_reader SEED: a 100 IOPS reader whose misses go to md0 (nothing of
+# its region is cached, and a seed of its own keeps it off the blocks an
+# earlier reader promoted), in the background as $fg, once it misses.
+miss_reader() {
+	local i m0
+	fio --output=/tmp/fio-fg.out --eta=never --name=fg --filename=/dev/cache0 \
+		--direct=1 --rw=randread --bs=4k --offset=$((1024 * MB)) --size=$((512 * MB)) \
+		--randseed="$1" --ioengine=psync --rate_iops=100 --time_based --runtime=60 &
+	fg=$!
+	on_exit "kill $fg 2>/dev/null || true"
+	m0=$(stat_get cache_misses)
+	for ((i = 0; i < 100; i++)); do
+		[ "$(stat_get cache_misses)" -gt $((m0 + 20)) ] && return 0
+		sleep 0.1
+	done
+	fail "the foreground reader makes no misses"
+}
 echo 0 >"$BATTR/writeback_running"
 fio_region 176 32 17 --do_verify=0
-# a reader whose misses go to md0: nothing of its region is cached
-fio --output=/tmp/fio-fg.out --eta=never --name=fg --filename=/dev/cache0 \
-	--direct=1 --rw=randread --bs=4k --offset=$((1024 * MB)) --size=$((512 * MB)) \
-	--ioengine=psync --rate_iops=100 --time_based --runtime=60 &
-fg=$!
-on_exit "kill $fg 2>/dev/null || true"
-m0=$(stat_get cache_misses)
-for ((i = 0; i < 100; i++)); do
-	[ "$(stat_get cache_misses)" -gt $((m0 + 20)) ] && break
-	sleep 0.1
-done
-[ "$i" -lt 100 ] || fail "the foreground reader makes no misses"
+miss_reader 22
 d0=$(dirty_sectors)
 echo 0 >"$BATTR/writeback_percent"
 echo 1 >"$BATTR/writeback_running"
@@ -189,17 +195,7 @@ fio_region 176 32 17 --verify_only=1
 echo 0 >"$BATTR/writeback_running"
 echo 0 >"$BATTR/writeback_delay"
 fio_region 176 32 18 --do_verify=0
-# another seed: the blocks the first reader promoted would be hits
-fio --output=/tmp/fio-fg.out --eta=never --name=fg --filename=/dev/cache0 \
-	--direct=1 --rw=randread --bs=4k --offset=$((1024 * MB)) --size=$((512 * MB)) \
-	--randseed=23 --ioengine=psync --rate_iops=100 --time_based --runtime=60 &
-fg=$!
-m0=$(stat_get cache_misses)
-for ((i = 0; i < 100; i++)); do
-	[ "$(stat_get cache_misses)" -gt $((m0 + 20)) ] && break
-	sleep 0.1
-done
-[ "$i" -lt 100 ] || fail "the foreground reader makes no misses"
+miss_reader 23
 d0=$(dirty_sectors)
 echo 1 >"$BATTR/writeback_running"
 # the thread looks at writeback_running at least once a second
