@@ -556,6 +556,11 @@ iops() {
 	fio_field 1 8 49
 }
 
+# mbps: MB/s (10^6 bytes/s) written by the last fio_run (KiB/s * 1024 / 10^6).
+mbps() {
+	fio_field 976.5625 48
+}
+
 # has_twin: the current configuration is a cache and the twin is usable.
 has_twin() {
 	[ -n "$TWIN" ] && [ "${CFG#raw-}" = "$CFG" ]
@@ -582,20 +587,29 @@ twin_hold() {
 	done
 }
 
-# twin_fio METRIC FIO-OPTION...: the job just run, again on the SSD's
-# twin, as this configuration's twin_METRIC (IOPS).
-twin_fio() {
-	local metric=$1 DEV=$TWIN v
-	shift
+# twin_job METRIC DEV FIGURE FIO-OPTION...: the job just run, again on
+# DEV, as this configuration's twin_METRIC; FIGURE is the function that
+# reads it (iops, mbps).
+twin_job() {
+	local metric=$1 DEV=$2 figure=$3 v
+	shift 3
 	has_twin || return 0
 	twin_hold 0
 	if fio_run "twin-$metric" "$@"; then
-		v=$(iops)
+		v=$("$figure")
 	else
 		v=n/a
 	fi
 	twin_hold 1
 	put "twin_$metric" "$v" "$([ "$v" != n/a ] || echo "fio failed")"
+}
+
+# twin_fio METRIC FIO-OPTION...: the job just run, again on the SSD's
+# twin, as this configuration's twin_METRIC (IOPS).
+twin_fio() {
+	local metric=$1
+	shift
+	twin_job "$metric" "$TWIN" iops "$@"
 }
 
 # twin_ioping METRIC OFF SIZE TARGET: ioping_avg on TARGET as twin_METRIC.
@@ -800,27 +814,17 @@ job_latency() {
 }
 
 job_seq() {
-	local v
 	set -- --ioengine=libaio --rw=write --bs=1M --iodepth=4 \
 		--offset=$SEQ_OFF --size=$SEQ_SIZE --time_based --runtime="$RUNTIME"
 	if fio_run seqwrite "$@"; then
-		# KiB/s to MB/s: * 1024 / 10^6
-		put seqwrite "$(fio_field 976.5625 48)"
+		put seqwrite "$(mbps)"
 	else
 		put seqwrite n/a "fio failed"
 	fi
 	# The reference right after: the same writes on md0 itself, under the
 	# cache, with its writeback held.  They overwrite what the cache
 	# wrote there, which no later job reads (the drains set up afresh).
-	has_twin || return 0
-	twin_hold 0
-	if DEV=$MD fio_run twin-seqwrite "$@"; then
-		v=$(fio_field 976.5625 48)
-	else
-		v=n/a
-	fi
-	twin_hold 1
-	put twin_seqwrite "$v" "$([ "$v" != n/a ] || echo "fio failed")"
+	twin_job seqwrite "$MD" mbps "$@"
 }
 
 # job_drain NAME OFFSET SPAN_MIB MIB: on a freshly set up cache, MIB of 4k
