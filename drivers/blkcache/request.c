@@ -1165,6 +1165,14 @@ static void bkc_promo_queue(struct bkc_promo *p)
 		queue_delayed_work(set->wq, &set->promo_kick, 1);
 }
 
+/* The same for a list of promotions, first to last, of @set. */
+static void bkc_promo_queue_list(struct bkc_set *set, struct llist_node *first,
+				 struct llist_node *last)
+{
+	if (first && llist_add_batch(first, last, &set->promo_ready))
+		queue_delayed_work(set->wq, &set->promo_kick, 1);
+}
+
 void bkc_promo_kick(struct work_struct *work)
 {
 	struct bkc_set *set = container_of(to_delayed_work(work),
@@ -1297,8 +1305,13 @@ static void bkc_promo_drop_all(struct bkc_req *r)
 	}
 }
 
-/* A read finished: queue the promotions of its misses. */
-static void bkc_promote(struct bkc_req *r)
+/*
+ * A read finished: chain the promotions of its misses from *@first to
+ * *@last, for bkc_promo_queue_list() once the caller has its completion.
+ * Each promotion holds its own reference to the backing device.
+ */
+static void bkc_promote(struct bkc_req *r, struct llist_node **first,
+			struct llist_node **last)
 {
 	struct bkc_set *set = r->set;
 	u32 i;
@@ -1316,7 +1329,10 @@ static void bkc_promote(struct bkc_req *r)
 			bkc_promo_free(p);
 			continue;
 		}
-		bkc_promo_queue(p);
+		p->ll.next = *first;
+		*first = &p->ll;
+		if (!*last)
+			*last = &p->ll;
 	}
 }
 
@@ -2109,8 +2125,16 @@ static void bkc_req_done(struct bkc_req *r)
 		}
 		return;
 	}
-	if (r->flags & RQ_PROMOTE)
-		bkc_promote(r);
+	if (r->flags & RQ_PROMOTE) {
+		struct llist_node *first = NULL, *last = NULL;
+		struct bkc_set *set = r->set;
+
+		/* the reader first: queueing arms a timer */
+		bkc_promote(r, &first, &last);
+		bkc_req_complete(r);
+		bkc_promo_queue_list(set, first, last);
+		return;
+	}
 	bkc_req_complete(r);
 }
 

@@ -564,16 +564,10 @@ static bool bkc_wb_should_wake(struct bkc_backing *b)
 	       b->wb.sweeping;
 }
 
-/* Foreground I/O reached the backing device lately. */
-static bool bkc_wb_fg_busy(struct bkc_wb *wb)
+/* Foreground I/O reached the backing device within the last @t jiffies. */
+static bool bkc_wb_fg_within(struct bkc_wb *wb, unsigned long t)
 {
-	return time_before(jiffies, READ_ONCE(wb->fg_last) + BKC_WB_YIELD);
-}
-
-/* Foreground I/O reached the backing device within BKC_WB_IDLE. */
-static bool bkc_wb_fg_recent(struct bkc_wb *wb)
-{
-	return time_before(jiffies, READ_ONCE(wb->fg_last) + BKC_WB_IDLE);
+	return time_before(jiffies, READ_ONCE(wb->fg_last) + t);
 }
 
 /*
@@ -588,7 +582,7 @@ static void bkc_wb_pause(struct bkc_backing *b, unsigned long t)
 	while (!bkc_wb_should_wake(b) && time_before(jiffies, end)) {
 		left = end - jiffies;
 		if (wb->yielding) {
-			if (!bkc_wb_fg_busy(wb))
+			if (!bkc_wb_fg_within(wb, BKC_WB_YIELD))
 				return;
 			left = min_t(unsigned long, left, BKC_WB_YIELD);
 		}
@@ -629,7 +623,7 @@ static int bkc_wb_thread(void *arg)
 	unsigned long last = jiffies, dirty_since = 0, backoff = HZ;
 	struct bkc_wb_ctx *x;
 	u64 dirty, target, rate, cap;
-	bool idle, full, yield, rest;
+	bool idle, full, yield, rest, may_yield;
 	long r;
 
 	x = kzalloc(sizeof(*x), GFP_KERNEL);
@@ -668,10 +662,11 @@ static int bkc_wb_thread(void *arg)
 		target = bkc_wb_target(b);
 		WRITE_ONCE(wb->target, target);
 		idle = time_after(now, READ_ONCE(wb->last_io) + BKC_WB_IDLE);
-		yield = (!target || idle) && READ_ONCE(wb->running) &&
-			!READ_ONCE(wb->drain) &&
-			!wb->sweeping && bkc_wb_fg_busy(wb) &&
-			!bkc_wb_urgent(b);
+		/* draining, a max_age pass and a nearly full set never yield */
+		may_yield = READ_ONCE(wb->running) && !READ_ONCE(wb->drain) &&
+			    !wb->sweeping && !bkc_wb_urgent(b);
+		yield = may_yield && (!target || idle) &&
+			bkc_wb_fg_within(wb, BKC_WB_YIELD);
 		full = READ_ONCE(wb->drain) || wb->sweeping ||
 			(!yield && (!target || idle));
 		/*
@@ -680,8 +675,8 @@ static int bkc_wb_thread(void *arg)
 		 * (each batch ends with a flush of it) until the foreground
 		 * has been quiet for BKC_WB_IDLE, not just for BKC_WB_YIELD.
 		 */
-		rest = !full && dirty <= target && READ_ONCE(wb->running) &&
-		       bkc_wb_fg_recent(wb) && !bkc_wb_urgent(b);
+		rest = may_yield && !full && dirty <= target &&
+		       bkc_wb_fg_within(wb, BKC_WB_IDLE);
 		WRITE_ONCE(wb->yielding, yield || rest);
 		cap = READ_ONCE(wb->rate_max) >> SECTOR_SHIFT;
 		wb->ctl.max_rate = cap;
