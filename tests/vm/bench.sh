@@ -556,6 +556,24 @@ iops() {
 	fio_field 1 8 49
 }
 
+# ssd_flushes: flush requests the SSD (the cache device, or raw-ssd's
+# device) has completed so far (diskstats field 16).
+ssd_flushes() {
+	awk '{ print $16 }' "/sys/block/$(basename "$(readlink -f "$SSD")")/stat"
+}
+
+# flushes_per_write F0: SSD flushes since F0 per 4k write of the last
+# fio_run, two decimals; n/a where the configuration has no SSD.
+flushes_per_write() {
+	local kib
+	kib=$(fio_field 1 47)
+	if [ "$CFG" = raw-md0 ] || [ "$kib" -le 0 ]; then
+		echo n/a
+		return
+	fi
+	awk -v f=$(($(ssd_flushes) - $1)) -v k="$kib" 'BEGIN { printf "%.2f\n", f * 4 / k }'
+}
+
 # mbps: MB/s (10^6 bytes/s) written by the last fio_run (KiB/s * 1024 / 10^6).
 mbps() {
 	fio_field 976.5625 48
@@ -623,13 +641,15 @@ twin_ioping() {
 }
 
 job_rand() {
-	local metric=$1
+	local metric=$1 f0
 	shift
 	set -- --ioengine=libaio --bs=4k --offset=$RAND_OFF --size="$RAND_SIZE" \
 		--time_based --runtime="$RUNTIME" "$@"
+	f0=$(ssd_flushes)
 	if fio_run "$metric" "$@"; then
 		put "$metric" "$(iops)"
 		[ "$metric" != randwrite ] || put cpu_randwrite "$(cpu_per_io)"
+		[ "$metric" != fsync1 ] || put fsync1_flushes "$(flushes_per_write "$f0")"
 	else
 		put "$metric" n/a "fio failed"
 	fi
