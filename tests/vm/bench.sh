@@ -833,11 +833,27 @@ job_latency() {
 	rm -f "$BG_PID_FILE"
 }
 
+# md_member_reads: read requests md0's members have completed so far
+# (diskstats); during bypassed whole-stripe writes only other work reads
+# them (writeback's stripe fill, a read-modify-write, migrations).
+md_member_reads() {
+	local d n=0 s
+	for d in /sys/block/"$(basename "$(readlink -f "$MD")")"/slaves/*/stat; do
+		[ -r "$d" ] || continue
+		read -r -a s <"$d"
+		n=$((n + s[0]))
+	done
+	echo "$n"
+}
+
 job_seq() {
+	local r0
 	set -- --ioengine=libaio --rw=write --bs=1M --iodepth=4 \
 		--offset=$SEQ_OFF --size=$SEQ_SIZE --time_based --runtime="$RUNTIME"
+	r0=$(md_member_reads)
 	if fio_run seqwrite "$@"; then
 		put seqwrite "$(mbps)"
+		put seqwrite_mreads "$(($(md_member_reads) - r0))"
 	else
 		put seqwrite n/a "fio failed"
 	fi
