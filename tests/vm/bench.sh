@@ -556,14 +556,9 @@ iops() {
 	fio_field 1 8 49
 }
 
-# ssd_flushes: flush requests the SSD (the cache device, or raw-ssd's
-# device) has completed so far (diskstats field 16).
-ssd_flushes() {
-	awk '{ print $16 }' "/sys/block/$(basename "$(readlink -f "$SSD")")/stat"
-}
-
-# flushes_per_write F0: SSD flushes since F0 per 4k write of the last
-# fio_run, two decimals; n/a where the configuration has no SSD.
+# flushes_per_write F0: the SSD's flushes since F0 (disk_stat 16) per 4k
+# write of the last fio_run, two decimals; n/a where the configuration
+# has no SSD.
 flushes_per_write() {
 	local kib
 	kib=$(fio_field 1 47)
@@ -571,7 +566,7 @@ flushes_per_write() {
 		echo n/a
 		return
 	fi
-	awk -v f=$(($(ssd_flushes) - $1)) -v k="$kib" 'BEGIN { printf "%.2f\n", f * 4 / k }'
+	awk -v f=$(($(disk_stat 16 "$SSD") - $1)) -v k="$kib" 'BEGIN { printf "%.2f\n", f * 4 / k }'
 }
 
 # mbps: MB/s (10^6 bytes/s) written by the last fio_run (KiB/s * 1024 / 10^6).
@@ -645,7 +640,7 @@ job_rand() {
 	shift
 	set -- --ioengine=libaio --bs=4k --offset=$RAND_OFF --size="$RAND_SIZE" \
 		--time_based --runtime="$RUNTIME" "$@"
-	f0=$(ssd_flushes)
+	[ "$metric" != fsync1 ] || f0=$(disk_stat 16 "$SSD")
 	if fio_run "$metric" "$@"; then
 		put "$metric" "$(iops)"
 		[ "$metric" != randwrite ] || put cpu_randwrite "$(cpu_per_io)"
@@ -837,13 +832,10 @@ job_latency() {
 # (diskstats); during bypassed whole-stripe writes only other work reads
 # them (writeback's stripe fill, a read-modify-write, migrations).
 md_member_reads() {
-	local d n=0 s
-	for d in /sys/block/"$(basename "$(readlink -f "$MD")")"/slaves/*/stat; do
-		[ -r "$d" ] || continue
-		read -r -a s <"$d"
-		n=$((n + s[0]))
-	done
-	echo "$n"
+	local slaves
+	slaves=/sys/block/$(basename "$(readlink -f "$MD")")/slaves
+	# shellcheck disable=SC2046 # one word per member
+	disk_stat 1 $(ls "$slaves" 2>/dev/null)
 }
 
 job_seq() {

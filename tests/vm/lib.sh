@@ -194,6 +194,19 @@ stop_raid() {
 	fi
 }
 
+# disk_stat FIELD DEV...: diskstats field FIELD (1-based, as in the
+# kernel's iostats.rst: 1 reads, 3 sectors read, 5 writes, 16 flushes)
+# summed over the devices (/dev/X, X, or a link to one).
+disk_stat() {
+	local field=$1 d n=0 dstat
+	shift
+	for d in "$@"; do
+		read -r -a dstat <"/sys/block/$(basename "$(readlink -f "$d")")/stat"
+		n=$((n + dstat[field - 1]))
+	done
+	echo "$n"
+}
+
 # dev_bytes DEV: size of a block device in bytes.
 dev_bytes() {
 	blockdev --getsize64 "$1"

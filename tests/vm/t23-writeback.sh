@@ -225,12 +225,8 @@ fio_region 176 32 18 --verify_only=1
 # -- fsync: md0 is flushed only when something was written to it ------------
 # member_flushes: flush requests the RAID members completed (diskstats)
 member_flushes() {
-	local d n=0 f
-	for d in $BKC_HDDS; do
-		read -r -a f <"/sys/block/${d#/dev/}/stat"
-		n=$((n + f[15]))
-	done
-	echo "$n"
+	# shellcheck disable=SC2086 # a list of device paths
+	disk_stat 16 $BKC_HDDS
 }
 # fsync_writes MODE N: N 4k random writes each followed by fsync, in MODE;
 # prints the flushes md0's members saw meanwhile
@@ -281,12 +277,7 @@ echo 10 >"$BATTR/writeback_percent"
 # -- stripe fill: sparse dirty data goes to md0 in whole stripes -------------
 # read_sectors DEV...: sectors the devices completed reads of (diskstats)
 read_sectors() {
-	local d n=0 f
-	for d in "$@"; do
-		read -r -a f <"/sys/block/${d#/dev/}/stat"
-		n=$((n + f[2]))
-	done
-	echo "$n"
+	disk_stat 3 "$@"
 }
 echo 0 >"$BATTR/writeback_running"
 # 1024 random 4k blocks, each once, among the 8192 of 32 MiB
