@@ -1150,22 +1150,13 @@ static void bkc_promo_work(struct work_struct *work)
 }
 
 /*
- * Hand @p's copy into the cache to the set's workqueue, a jiffy from now.
- * This runs where the read completes: waking the high-priority worker
- * here would put it on the CPU the reader is about to be woken on, and
- * move the reader to another one (a cross-CPU wakeup).  The timer runs
- * bkc_promo_kick(), which queues every promotion gathered meanwhile, each
- * still as a work item of its own.
+ * Hand promotions (a list, first to last, of @set) to the set's
+ * workqueue, a jiffy from now.  This runs where a read completes: waking
+ * the high-priority worker here would put it on the CPU the reader is
+ * about to be woken on, and move the reader to another one (a cross-CPU
+ * wakeup).  The timer runs bkc_promo_kick(), which queues every promotion
+ * gathered meanwhile, each still as a work item of its own.
  */
-static void bkc_promo_queue(struct bkc_promo *p)
-{
-	struct bkc_set *set = p->set;
-
-	if (llist_add(&p->ll, &set->promo_ready))
-		queue_delayed_work(set->wq, &set->promo_kick, 1);
-}
-
-/* The same for a list of promotions, first to last, of @set. */
 static void bkc_promo_queue_list(struct bkc_set *set, struct llist_node *first,
 				 struct llist_node *last)
 {
@@ -1403,7 +1394,7 @@ static void bkc_ra_endio(struct bio *bio)
 		bkc_promo_free(p);
 		return;
 	}
-	bkc_promo_queue(p);
+	bkc_promo_queue_list(p->set, &p->ll, &p->ll);
 }
 
 /*
