@@ -146,6 +146,18 @@ struct bkc_set {
 	struct list_head	jwaiters;
 	u64			durable_seq;	/* READ_ONCE; journal's durable seq */
 
+	/*
+	 * In-place overwrites of dirty extents (request.c): those in
+	 * flight, the gate that keeps new ones off while GC moves data or
+	 * buckets are reused (meta.c), and generations of those completed
+	 * and of those a cache-device flush covers.
+	 */
+	atomic_t		ip_inflight;
+	int			ip_gate;	/* READ_ONCE; meta thread writes */
+	wait_queue_head_t	ip_wait;
+	atomic64_t		ip_done;
+	atomic64_t		ip_flushed;
+
 	/* writers waiting for space (buckets, journal, btree reserve) */
 	wait_queue_head_t	space_wait;
 	atomic_t		space_waiters;

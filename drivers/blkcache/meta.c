@@ -385,6 +385,35 @@ static int bkc_checkpoint(struct bkc_set *set)
 
 /* ---- allocator refill and GC ---- */
 
+/*
+ * GC moves and bucket reuse must not meet an in-place overwrite in
+ * flight (request.c, bkc_inplace()): one would copy data that is being
+ * overwritten, the other would hand out space that is being written.
+ * The gate keeps new ones off, then waits for those in flight.  Dekker
+ * with bkc_inplace(): the gate before the count here, the count before
+ * the gate there.  False if they do not finish within a second: the round
+ * is skipped, nothing waits for ever.  The gate then stays up, so that
+ * those in flight can only become fewer; while it is up from such a
+ * round, the next ones only look at the count.
+ */
+static bool bkc_ip_gate_raise(struct bkc_set *set)
+{
+	long t = READ_ONCE(set->ip_gate) ? 0 : HZ;
+
+	WRITE_ONCE(set->ip_gate, 1);
+	/* the gate before the count; pairs with bkc_inplace()'s barrier */
+	smp_mb();
+	if (!atomic_read(&set->ip_inflight))
+		return true;
+	return t && wait_event_timeout(set->ip_wait,
+				       !atomic_read(&set->ip_inflight), t);
+}
+
+static void bkc_ip_gate_lower(struct bkc_set *set)
+{
+	WRITE_ONCE(set->ip_gate, 0);
+}
+
 static int bkc_refill(struct bkc_set *set)
 {
 	int n;
@@ -514,8 +543,12 @@ static int bkc_gc_run(struct bkc_set *set, struct bkc_gc_moves *m,
 	}
 	if (m->nr && !*buf)
 		*buf = kvmalloc(set->sb.bucket_size, GFP_KERNEL);
-	for (i = 0; i < m->nr && *buf; i++)
-		bkc_gc_move_one(set, &m->k[i], *buf);
+	/* the moves skipped are as if they failed: taken by a later pass */
+	if (m->nr && *buf && bkc_ip_gate_raise(set)) {
+		for (i = 0; i < m->nr; i++)
+			bkc_gc_move_one(set, &m->k[i], *buf);
+		bkc_ip_gate_lower(set);
+	}
 	if (r != BKC_GC_WAIT) {
 		/* the walk: its end's first round may go at once */
 		*flush_at = jiffies;
@@ -576,9 +609,13 @@ static int bkc_meta_thread(void *arg)
 			break;
 		if (fill >= 128 && bkc_journal_space(set, 0, BKC_FLUSH_COMMITS))
 			break;
-		if (refill && bkc_refill(set) > 0) {
-			commit |= atomic_read(&set->space_waiters) > 0;
-			busy = true;
+		if (refill && bkc_ip_gate_raise(set)) {
+			r = bkc_refill(set);
+			bkc_ip_gate_lower(set);
+			if (r > 0) {
+				commit |= atomic_read(&set->space_waiters) > 0;
+				busy = true;
+			}
 		}
 		if (first && (commit || time_after_eq(jiffies, first + delay))) {
 			if (bkc_commit_now(set))
@@ -799,6 +836,7 @@ int bkc_meta_open(struct bkc_set *set)
 	init_waitqueue_head(&set->meta_wait);
 	init_waitqueue_head(&set->space_wait);
 	spin_lock_init(&set->jlock);
+	init_waitqueue_head(&set->ip_wait);
 	INIT_LIST_HEAD(&set->jwaiters);
 	init_llist_head(&set->done);
 	INIT_DELAYED_WORK(&set->insert_work, bkc_insert_work);

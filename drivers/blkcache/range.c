@@ -51,6 +51,15 @@ void bkc_fg_begin(struct bkc_backing *b, struct bkc_fg_range *r, u64 lba,
 	wait_event(b->wb.wait, bkc_fg_may_start(&b->wb, r));
 }
 
+/* The same without waiting: false if a batch holds part of the range. */
+bool bkc_fg_try_begin(struct bkc_backing *b, struct bkc_fg_range *r, u64 lba,
+		      u32 sectors)
+{
+	r->start = lba;
+	r->end = lba + sectors;
+	return bkc_fg_may_start(&b->wb, r);
+}
+
 void bkc_fg_end(struct bkc_backing *b, struct bkc_fg_range *r)
 {
 	struct bkc_wb *wb = &b->wb;

@@ -68,6 +68,7 @@
 #define BKC_SEGS		32
 #define BKC_SEG_WHOLE		0xffff	/* clone of the whole request */
 #define BKC_SEG_FLUSH		0xfffe	/* the backing device flush of a PREFLUSH */
+#define BKC_SEG_CFLUSH		0xfffd	/* the cache device flush of a PREFLUSH */
 #define BKC_PROMOTE_MAX		64	/* promotions in flight per set */
 #define BKC_PROMOTE_MAX_BYTES	(512U << 10)
 #define BKC_RA_SECTORS		2048	/* read-around: 1 MiB, one bio */
@@ -107,6 +108,7 @@ enum bkc_route {
 	BKC_RT_WT,	/* a write to both devices, clean keys */
 	BKC_RT_AROUND,	/* a write to the backing device; the cache forgets it */
 	BKC_RT_FAST,	/* the same, the cache holding nothing of it: no keys */
+	BKC_RT_INPLACE,	/* a write over dirty data, in its place: no keys */
 };
 
 /* Where a request is (r->stage). */
@@ -134,6 +136,7 @@ enum {
 	RQ_FLUSHED	= 1 << 12,	/* backing flushed since its write */
 	RQ_COUNTED	= 1 << 13,	/* write hit or miss counted */
 	RQ_ACKLIST	= 1 << 14,	/* on b->acked, counted in the slots */
+	RQ_NOIP		= 1 << 15,	/* its in-place overwrite failed */
 };
 
 /* What the insert worker does with a request once the set is unlocked. */
@@ -306,9 +309,23 @@ static void bkc_fg_stamp(struct bkc_backing *b)
 	bkc_stamp(&b->wb.fg_last);
 }
 
+/* A cache-device flush covered the in-place overwrites up to @gen. */
+static void bkc_ip_flushed(struct bkc_set *set, u64 gen)
+{
+	s64 old = atomic64_read(&set->ip_flushed);
+
+	while (old < (s64)gen) {
+		s64 prev = atomic64_cmpxchg(&set->ip_flushed, old, gen);
+
+		if (prev == old)
+			break;
+		old = prev;
+	}
+}
+
 /*
- * The I/O of segment @segno of @r (or BKC_SEG_WHOLE, BKC_SEG_FLUSH)
- * completed with @st; @flush_gen is what a BKC_SEG_FLUSH covers.
+ * The I/O of segment @segno of @r (or BKC_SEG_WHOLE, BKC_SEG_FLUSH,
+ * BKC_SEG_CFLUSH) completed with @st; @flush_gen is what a flush covers.
  * Interrupt context.
  */
 static void bkc_io_done(struct bkc_req *r, u32 segno, blk_status_t st,
@@ -316,6 +333,22 @@ static void bkc_io_done(struct bkc_req *r, u32 segno, blk_status_t st,
 {
 	struct bkc_seg *seg;
 
+	if (segno == BKC_SEG_CFLUSH) {
+		/*
+		 * In-place overwrites up to @flush_gen are durable now.  A
+		 * failed flush may have lost them, and a later flush that
+		 * succeeds would say otherwise: the set fails, as when a
+		 * journal commit (which flushes too) fails.
+		 */
+		if (st) {
+			bkc_req_error(r, st);
+			bkc_set_fail(r->set, "a cache device flush failed",
+				     blk_status_to_errno(st));
+		} else {
+			bkc_ip_flushed(r->set, flush_gen);
+		}
+		return;
+	}
 	if (segno == BKC_SEG_WHOLE || segno == BKC_SEG_FLUSH) {
 		/* the backing device: the data, a flush or a remap */
 		bkc_fg_stamp(r->b);
@@ -1547,6 +1580,118 @@ static void bkc_release_extents(struct bkc_req *r)
 	}
 }
 
+/* ---- in-place overwrites ---- */
+
+/*
+ * A writeback write that one dirty key covers whole goes to that key's
+ * place in the cache: no new space, no key, no journal record; an fsync
+ * after it costs a flush of the cache device, not a commit.  Each sector
+ * reads back old or new after a power cut (design C2).  What could meet
+ * it is kept off:
+ *   - writeback: its range is registered (range.c) before the lookup, so
+ *     no batch can look the key up, copy it and mark it clean meanwhile;
+ *     where a batch holds the range, the write goes the usual way;
+ *   - GC moves and bucket reuse: the meta thread's gate (meta.c) keeps
+ *     new ones off and waits for those in flight;
+ *   - other writes of the range: none may be acked (keys not in) or in
+ *     flight, else the write goes the usual way, after them.
+ * Writes with FUA or PREFLUSH go the usual way.  The write is counted
+ * when it completes (ip_done); a PREFLUSH flushes the cache device when
+ * one completed since the last such flush (bkc_flush_start()).
+ */
+struct bkc_ip_find {
+	struct bkc_req	*r;
+	u32		pieces;
+	bool		ok;	/* the first piece is the place */
+};
+
+static int bkc_ip_piece(void *arg, const struct bkc_key *k, u64 pos, u32 len)
+{
+	struct bkc_ip_find *f = arg;
+	struct bkc_req *r = f->r;
+	struct bkc_seg *seg = &r->seg[0];
+
+	if (f->pieces++ || !k || !bkc_key_dirty(k) ||
+	    bkc_pos_lba(pos) != r->lba || len != r->sectors ||
+	    bkc_core_ptr_stale(r->set->core, k))
+		return 1;
+	seg->kind = BKC_SEG_CACHE;
+	seg->put = true;		/* no data reference to drop */
+	seg->promo = NULL;
+	seg->lba = r->lba;
+	seg->len = r->sectors;
+	seg->bucket = bkc_key_bucket(k);
+	seg->gen = bkc_key_gen(k);
+	seg->off = k->off + (u32)(r->lba - bkc_pos_lba(k->pos));
+	f->ok = true;
+	return 0;
+}
+
+static void bkc_ip_put(struct bkc_set *set)
+{
+	if (atomic_dec_and_test(&set->ip_inflight))
+		wake_up_all(&set->ip_wait);
+}
+
+/* May @r overwrite in place?  If so it holds its range and a gate count. */
+static bool bkc_inplace(struct bkc_req *r)
+{
+	struct bkc_backing *b = r->b;
+	struct bkc_set *set = r->set;
+	struct bkc_ip_find f = { .r = r };
+	int ret;
+
+	if (!bkc_fg_try_begin(b, &r->range, r->lba, r->sectors))
+		return false;
+	if (bkc_acked_any(set, b->dev_id, r->lba, r->sectors) ||
+	    bkc_epoch_dirtied(set, b->dev_id, r->lba, r->sectors,
+			      atomic64_read(&set->epoch)))
+		goto out_range;
+	atomic_inc(&set->ip_inflight);
+	/* the count before the gate: see bkc_ip_gate_raise() */
+	smp_mb__after_atomic();
+	if (READ_ONCE(set->ip_gate))
+		goto out_gate;
+	/* no acked write of the range: the lookup sees every key */
+	smp_rmb();
+	down_read(&set->lock);
+	ret = bkc_core_lookup(set->core, b->dev_id, r->lba, r->sectors,
+			      bkc_ip_piece, &f);
+	up_read(&set->lock);
+	if (ret < 0 || !f.ok || f.pieces != 1)
+		goto out_gate;
+	r->nseg = 1;
+	r->flags |= RQ_RANGE;
+	return true;
+out_gate:
+	bkc_ip_put(set);
+out_range:
+	bkc_fg_end(b, &r->range);
+	return false;
+}
+
+/*
+ * An in-place overwrite is done: count it and let the gate go.  After a
+ * failed set, whose cache device is never written again, it fails.  True
+ * if it failed on the cache device: its range of the key then holds what
+ * the device left, so the write is made again the usual way, a new extent
+ * and key over that range (bkc_req_done()).
+ */
+static bool bkc_inplace_done(struct bkc_req *r)
+{
+	struct bkc_set *set = r->set;
+	bool again = false;
+
+	if (bkc_set_failed(set))
+		bkc_req_error(r, BLK_STS_IOERR);
+	else if (r->flags & RQ_CACHE_ERR)
+		again = true;
+	else
+		atomic64_inc(&set->ip_done);
+	bkc_ip_put(set);
+	return again;
+}
+
 /*
  * The backing superblock must say "dirty" before dirty data exists.  The
  * write is done by a worker: bios submitted from ->submit_bio would wait
@@ -1634,6 +1779,21 @@ static void bkc_write(struct bkc_req *r)
 		if (bkc_mark_dirty(b))
 			why = BKC_WHY_NOSPACE;
 		bypass = why != BKC_WHY_NONE;
+	}
+	if (!bypass && mode == BKC_MODE_WRITEBACK && !(r->flags & RQ_NOIP) &&
+	    !(r->bio->bi_opf & (REQ_FUA | REQ_PREFLUSH)) && bkc_inplace(r)) {
+		trace_bkc_request(disk_devt(b->disk), r->lba, r->sectors, true,
+				  BKC_ROUTE_CACHED, BKC_WHY_NONE);
+		bkc_acct_start(r);
+		bkc_epoch_begin(r);
+		r->route = BKC_RT_INPLACE;
+		r->flags |= RQ_COUNTED;
+		bkc_count(r, BKC_STAT_WRITE_HITS, 1);
+		bkc_count(r, BKC_STAT_OVERWRITES, 1);
+		atomic_set(&r->pending, 2);
+		bkc_to_cache(r, 0);
+		bkc_req_put(r);
+		return;
 	}
 	if (!bypass) {
 		ret = bkc_alloc_extents(r, mode == BKC_MODE_WRITEBACK ?
@@ -2043,15 +2203,30 @@ static void bkc_flush_jw(struct bkc_jwait *jw, int err)
 static void bkc_flush_start(struct bkc_req *r)
 {
 	struct bkc_backing *b = r->b;
+	struct bkc_set *set = r->set;
 	struct bkc_clone *bc;
 	struct bio *flush;
-	u64 gen;
+	u64 gen, ip;
 
 	r->stage = BKC_ST_FLUSH;
-	if (!bkc_backing_flush_needed(b, &gen)) {
-		atomic_set(&r->pending, 1);
-	} else {
-		atomic_set(&r->pending, 2);
+	/* the journal wait's count, and one per flush sent below */
+	atomic_set(&r->pending, 1);
+	ip = atomic64_read(&set->ip_done);
+	if (ip != atomic64_read(&set->ip_flushed)) {
+		/* in-place overwrites completed since the last cache flush */
+		atomic_inc(&r->pending);
+		flush = bio_alloc_bioset(set->dev.bdev, 0,
+					 REQ_OP_WRITE | REQ_PREFLUSH,
+					 GFP_NOIO, &set->bs);
+		bc = container_of(flush, struct bkc_clone, bio);
+		bc->r = r;
+		bc->seg = BKC_SEG_CFLUSH;
+		bc->flush_gen = ip;
+		flush->bi_end_io = bkc_clone_endio;
+		submit_bio_noacct(flush);
+	}
+	if (bkc_backing_flush_needed(b, &gen)) {
+		atomic_inc(&r->pending);
 		flush = bio_alloc_bioset(b->dev.bdev, 0,
 					 REQ_OP_WRITE | REQ_PREFLUSH,
 					 GFP_NOIO, &b->bs);
@@ -2103,6 +2278,20 @@ static void bkc_req_done(struct bkc_req *r)
 	}
 	if (r->route == BKC_RT_PASS) {
 		bkc_req_complete(r);
+		return;
+	}
+	if (r->route == BKC_RT_INPLACE) {
+		if (!bkc_inplace_done(r)) {
+			bkc_write_finish(r);
+			return;
+		}
+		bkc_write_release(r);
+		r->flags &= ~RQ_CACHE_ERR;
+		r->flags |= RQ_NOIP;
+		r->route = BKC_RT_NONE;
+		r->nseg = 0;
+		INIT_WORK(&r->work, bkc_dispatch_work);
+		queue_work(r->set->wq, &r->work);
 		return;
 	}
 	if (r->route == BKC_RT_FAST) {

@@ -117,6 +117,7 @@ BKC_STAT_ATTR(cache_write_hits, BKC_STAT_WRITE_HITS);
 BKC_STAT_ATTR(cache_write_misses, BKC_STAT_WRITE_MISSES);
 BKC_STAT_ATTR(promotions, BKC_STAT_PROMOTIONS);
 BKC_STAT_ATTR(readarounds, BKC_STAT_READAROUNDS);
+BKC_STAT_ATTR(cache_overwrites, BKC_STAT_OVERWRITES);
 
 static ssize_t cache_hit_ratio_show(struct kobject *kobj,
 				    struct kobj_attribute *attr, char *buf)
@@ -153,6 +154,7 @@ static struct attribute *bkc_statdir_attrs[] = {
 	&bkc_attr_cache_write_misses.attr,
 	&bkc_attr_promotions.attr,
 	&bkc_attr_readarounds.attr,
+	&bkc_attr_cache_overwrites.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(bkc_statdir);

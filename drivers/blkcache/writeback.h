@@ -61,6 +61,8 @@ struct bkc_wb {
 void bkc_range_init(struct bkc_wb *wb);
 void bkc_fg_begin(struct bkc_backing *b, struct bkc_fg_range *r, u64 lba,
 		  u32 sectors);
+bool bkc_fg_try_begin(struct bkc_backing *b, struct bkc_fg_range *r, u64 lba,
+		      u32 sectors);
 void bkc_fg_end(struct bkc_backing *b, struct bkc_fg_range *r);
 void bkc_wb_batch_begin(struct bkc_backing *b, u64 start, u64 end);
 void bkc_wb_batch_end(struct bkc_backing *b);

@@ -36,6 +36,21 @@
 #     the stripes and md's members reading no more than that (md reads
 #     for every partial-stripe write); raw md0 then matches /dev/cache0
 #     and the writes verify;
+#   - issue 9, overwrites in place: 32 MiB of dirty data (4k-64k
+#     extents) rewritten by three fio passes of 4k random writes (each
+#     written then verified) while writeback drains it
+#     (writeback_percent=0, writeback_rate_max 4M) and GC runs (trigger_gc
+#     every 0.2 s); at least 5000 of the writes went over their dirty
+#     extent in place
+#     (stats_total/cache_overwrites), the last pass verifies again after
+#     the drain, and raw md0 then matches /dev/cache0;
+#   - issue 9, overwrites in place racing GC moves, on a second set (a
+#     64 MiB null_blk with 128k buckets behind an 8 ms dm-delay, over the
+#     first scratch disk):
+#     3 rounds of 40 MiB in 64k extents, then 15 blocks in 16 rewritten
+#     with FUA (the usual way), which need the space GC frees by moving
+#     the 16th blocks, while fio passes rewrite those in place and verify
+#     them (at least 640 extents moved, from the bkc_gc_step tracepoint);
 #   - registered again, 32 MiB more dirty data, writeback still paused:
 #     detach writes it back first (state stays "dirty" until
 #     dirty_data is 0), then detaches ("no cache", on disk too); the data
@@ -313,6 +328,151 @@ fio --output=/tmp/fio.out --eta=never --name=sparse --filename=/dev/cache0 \
 	--verify=crc32c --verify_fatal=1 --verify_state_save=0 --verify_only=1 ||
 	{ cat /tmp/fio.out; fail "the sparse writes do not verify after the drain"; }
 echo 10 >"$BATTR/writeback_percent"
+
+# -- overwrites in place, racing writeback and GC -----------------------------
+# A write that one dirty extent covers whole goes over it in place.  Were
+# writeback or GC to meet it, a batch would mark the extent clean from
+# the older data (raw md0 then differs from /dev/cache0 after the drain),
+# or a GC move would put the older data back (the verify fails).  Each
+# pass writes a pattern of its own with the offset in it: fio's crc32c
+# verify takes an older pass's block at the same offset as good.
+ow_pass() {
+	fio --output=/tmp/fio.out --eta=never --name=ow --filename=/dev/cache0 \
+		--direct=1 --ioengine=libaio --iodepth=8 --rw=randwrite --bs=4k \
+		--offset=320m --size=32m --randrepeat=1 --randseed="$1" \
+		--verify=pattern --verify_pattern="$(printf '0x%08x' "$1")%o" \
+		--verify_fatal=1 --verify_state_save=0 "${@:2}" ||
+		{ cat /tmp/fio.out; fail "overwrite pass $1 on 32 MiB at 320 MiB failed"; }
+}
+echo 0 >"$BATTR/writeback_running"
+fio_region 320 32 19 --do_verify=0
+o0=$(stat_get cache_overwrites)
+# slow enough that batches run all through the passes and most of the
+# rewrites still find their block dirty
+echo 4M >"$BATTR/writeback_rate_max"
+echo 0 >"$BATTR/writeback_percent"
+echo 1 >"$BATTR/writeback_running"
+(while :; do echo 1 >"$(set_attr trigger_gc)"; sleep 0.2; done) &
+gcpid=$!
+on_exit "kill $gcpid 2>/dev/null || true"
+for seed in 20 21 22; do
+	ow_pass "$seed"
+done
+kill "$gcpid"
+wait "$gcpid" 2>/dev/null || true
+o1=$(stat_get cache_overwrites)
+log "overwrites: $((o1 - o0)) of $((3 * 8192)) writes in place," \
+	"$(($(dirty_sectors) / 2048)) MiB dirty at the end"
+[ $((o1 - o0)) -ge 5000 ] ||
+	fail "only $((o1 - o0)) of the 4k rewrites of dirty data went in place"
+echo 0 >"$BATTR/writeback_rate_max"
+wait_clean 300
+ow_pass 22 --verify_only=1
+sum4=$(region_sum /dev/cache0 $((320 * MB)) $((32 * MB)))
+echo 1 >"$BATTR/stop"
+wait_gone /dev/cache0
+[ "$(region_sum /dev/md0 $((off + 320 * MB)) $((32 * MB)))" = "$sum4" ] ||
+	fail "raw md0 differs from /dev/cache0 after overwrites in place and the drain"
+echo /dev/md0 >/sys/fs/blkcache/register || fail "registering md0 failed"
+wait_for /dev/cache0 30
+echo 10 >"$BATTR/writeback_percent"
+log "overwrites in place: verified, and raw md0 matches after the drain"
+
+# -- overwrites in place racing GC moves -------------------------------------
+# A GC move copies an extent and re-points its key at the copy: a write in
+# place over it meanwhile would be undone (the verify then reads the older
+# data).  GC moves only when free buckets run short, so this runs on a
+# second set: a 64 MiB null_blk (128k buckets) over the first scratch
+# disk, behind an 8 ms dm-delay, so that a move (a read, then a write of
+# the copy, then the key) spans milliseconds in which a write in place can
+# land and complete.  3 rounds: 40 MiB written in 64k extents fill most
+# of it; rewriting 15 blocks in 16 with FUA (never in place) then needs
+# the space of the old buckets, left 1/16 live, which GC frees by moving
+# their 16th blocks; meanwhile fio passes rewrite each of those 16th
+# blocks once in place and verify them.
+read -r -a scratch <<<"$BKC_SCRATCH"
+NBG=/sys/kernel/config/nullb/bkcgc
+need_module null_blk
+[ -d /sys/kernel/config/nullb ] || mount -t configfs configfs /sys/kernel/config ||
+	fail "cannot mount configfs"
+mkdir "$NBG" || fail "cannot create $NBG"
+on_exit "echo 0 >$NBG/power 2>/dev/null; rmdir $NBG 2>/dev/null"
+echo 1 >"$NBG/memory_backed"
+echo 64 >"$NBG/size"
+echo 4096 >"$NBG/blocksize"
+echo 1 >"$NBG/power"
+wait_for /dev/bkcgc
+need_module dm_delay
+dmsetup create bkc-gcdly --table "0 $(blockdev --getsz /dev/bkcgc) delay /dev/bkcgc 0 8" ||
+	fail "dmsetup create bkc-gcdly failed"
+on_exit "dmsetup remove bkc-gcdly 2>/dev/null || true"
+wait_for /dev/mapper/bkc-gcdly
+out=$("$make_cache" --wipe --writeback -b 128k -C /dev/mapper/bkc-gcdly -B "${scratch[0]}") ||
+	fail "make-cache on /dev/mapper/bkc-gcdly and ${scratch[0]} failed: $out"
+gcset=$(sed -n 's/^Set UUID: *//p' <<<"$out")
+wait_for /dev/cache1
+G=/sys/block/cache1/cache
+echo 0 >"$G/writeback_running"
+echo 0 >"$G/sequential_cutoff"
+gcfio() {
+	fio --eta=never --filename=/dev/cache1 --direct=1 --ioengine=libaio \
+		--iodepth=8 --size=40m "$@"
+}
+TR=/sys/kernel/tracing
+[ -d "$TR/events" ] || mount -t tracefs nodev "$TR" || fail "cannot mount tracefs"
+echo 0 >"$TR/tracing_on"
+echo 4096 >"$TR/buffer_size_kb"
+: >"$TR/trace"
+echo 1 >"$TR/events/blkcache/bkc_gc_step/enable"
+echo 1 >"$TR/tracing_on"
+(while :; do echo 1 >"/sys/fs/blkcache/$gcset/trigger_gc"; sleep 0.1; done) &
+gcpid=$!
+on_exit "kill $gcpid 2>/dev/null || true"
+o0=$(cat "$G/stats_total/cache_overwrites")
+passes=0
+for round in 1 2 3; do
+	gcfio --output=/tmp/fio.out --name=gcfill --rw=write --bs=64k ||
+		{ cat /tmp/fio.out; fail "round $round: filling /dev/cache1 failed"; }
+	# one block in each 64 KiB left (one per write-epoch granule, so that
+	# the writes in place do not find each other in flight)
+	gcfio --output=/tmp/fio-fua.out --name=gcfua --sync=1 --rw=write:4k \
+		--bs=60k &
+	fuapid=$!
+	pass=0
+	while kill -0 "$fuapid" 2>/dev/null || [ "$pass" -lt 2 ]; do
+		pass=$((pass + 1))
+		# in random order: GC's walk goes in LBA order
+		gcfio --output=/tmp/fio.out --name=gcip --rw=randwrite --bs=4k \
+			--blockalign=64k --offset=60k --io_size=2560k \
+			--verify=pattern --verify_pattern="$(printf '0x%04x%04x' "$round" "$pass")%o" \
+			--verify_fatal=1 --verify_state_save=0 || {
+			cat /tmp/fio.out
+			fail "round $round, pass $pass: the blocks rewritten in place during GC moves do not verify"
+		}
+		[ "$pass" -lt 200 ] || fail "the FUA writes on /dev/cache1 still run after 200 passes"
+	done
+	wait "$fuapid" || { cat /tmp/fio-fua.out; fail "round $round: the FUA writes on /dev/cache1 failed"; }
+	passes=$((passes + pass))
+done
+kill "$gcpid"
+wait "$gcpid" 2>/dev/null || true
+o1=$(cat "$G/stats_total/cache_overwrites")
+echo 0 >"$TR/tracing_on"
+echo 0 >"$TR/events/blkcache/bkc_gc_step/enable"
+moves=$(awk '{ for (i = 1; i < NF; i++) if ($i == "moves") s += $(i + 1) }
+	END { print s + 0 }' "$TR/trace")
+: >"$TR/trace"
+log "GC moves against writes in place: 3 rounds, $passes passes verified," \
+	"$((o1 - o0)) writes in place, $moves extents moved by GC"
+[ $((o1 - o0)) -ge 1280 ] || fail "only $((o1 - o0)) of the rewrites during GC went in place"
+[ "$moves" -ge 640 ] || fail "GC moved only $moves extents: the passes did not race it"
+echo 1 >"$G/stop"
+wait_gone /dev/cache1
+echo 1 >"/sys/fs/blkcache/$gcset/stop"
+wait_gone "/sys/fs/blkcache/$gcset"
+dmsetup remove bkc-gcdly || fail "dmsetup remove bkc-gcdly failed"
+echo 0 >"$NBG/power"
+rmdir "$NBG"
 
 # -- detach with dirty data ---------------------------------------------------
 echo 0 >"$BATTR/writeback_running"

@@ -15,6 +15,17 @@
 # the null_blk is powered on and both are registered again; then the
 # checks of crash-lib.sh (C1-C3).  Every 2nd point and the last drain the
 # dirty data and compare raw md0.
+# Then overwrites in place (issue 9): an 8 MiB region after the first is
+# made dirty in 64 KiB extents (writeback_percent=100: it stays dirty).
+# A single-threaded writer of 4k writes and fdatasyncs, all of which go
+# over their dirty extent in place (stats_total/cache_overwrites), runs
+# for 2 s: no journal commit covers them, so each fdatasync must have
+# sent a flush to the cache device (its flush count grows by at least
+# the writer's fdatasyncs).  Then 3 times the same writer is cut by a
+# power cut and every acknowledged write must read back, and nothing
+# else (C1, C2).  null_blk writes an overwrite of a page it has flushed
+# before straight to its storage, so these cuts cannot catch a missing
+# cache flush (a build without it passes them); the flush count does.
 # shellcheck disable=SC2119  # make_raid5 and stop_raid take no arguments here
 . "$BKC_REPO/tests/vm/lib.sh"
 . "$BKC_REPO/tests/vm/verify-lib.sh"
@@ -151,6 +162,76 @@ log "seed $CRASH_SEED, $POINTS power cuts, region $CRASH_BLOCKS blocks of 4 KiB,
 	"cache: null_blk ${NB_SIZE_MB} MiB with a ${NB_CACHE_MB} MiB volatile cache"
 for ((k = 1; k <= POINTS; k++)); do
 	one_point "$k"
+done
+
+# -- overwrites in place ------------------------------------------------------
+IP_FIRST=$CRASH_BLOCKS
+IP_BLOCKS=2048
+IP_ACKS=$BKC_RESULTS/acks-ip
+
+# inplace_point EPOCH: the in-place writer of EPOCH, cut at a random moment,
+# recovered and checked.
+inplace_point() {
+	local e=$1 wpid i delay o0 o1 out
+	o0=$(stat_get cache_overwrites)
+	rm -f /tmp/started
+	"$CRASH_IO" write /dev/cache0 --first-block "$IP_FIRST" --blocks "$IP_BLOCKS" \
+		--seed "$CRASH_SEED" --epoch "$e" --log "$IP_ACKS" --threads 1 \
+		--max-len 1 --fua-pct 0 --seconds 60 --started /tmp/started \
+		>/tmp/writer.out 2>&1 &
+	wpid=$!
+	for ((i = 0; i < 300; i++)); do
+		[ ! -e /tmp/started ] || break
+		kill -0 "$wpid" 2>/dev/null || { cat /tmp/writer.out; fail "the writer died"; }
+		sleep 0.1
+	done
+	[ -e /tmp/started ] || fail "the in-place writer acknowledged nothing in 30s"
+	delay=$((500 + RANDOM % 2000))
+	sleep "$((delay / 1000)).$(printf '%03d' $((delay % 1000)))"
+	o1=$(stat_get cache_overwrites)
+	power_cut "$e" "$wpid"
+	log "in-place point $e: power cut ${delay} ms into the writer," \
+		"$((o1 - o0)) writes in place before it"
+	[ $((o1 - o0)) -gt 0 ] || fail "in-place point $e: no write went in place"
+	crash_register
+	out=$("$CRASH_IO" check /dev/cache0 --first-block "$IP_FIRST" \
+		--blocks "$IP_BLOCKS" --seed "$CRASH_SEED" --log "$IP_ACKS" \
+		--epoch "$e" --count-epoch "$e") || {
+		echo "$out"
+		fail "in-place point $e: data check failed on /dev/cache0 (C1/C2)"
+	}
+	log "in-place point $e: $(sed -n 's/^verified_blocks=//p' <<<"$out")" \
+		"acknowledged blocks verified"
+}
+
+mkdir -p "$IP_ACKS"
+echo /dev/md0 >/sys/fs/blkcache/register || fail "registering md0 failed"
+wait_for /dev/cache0 30
+echo 100 >"$BATTR/writeback_percent"
+echo 0 >"$BATTR/sequential_cutoff"
+dd if=/dev/zero of=/dev/cache0 bs=64k seek=$((IP_FIRST / 16)) \
+	count=$((IP_BLOCKS / 16)) oflag=direct conv=fsync status=none ||
+	fail "cannot write the in-place region"
+[ "$(dirty_sectors)" -ge $((IP_BLOCKS * 8)) ] ||
+	fail "the in-place region is not dirty: $(dirty_sectors) dirty sectors"
+f0=$(disk_stat 16 "$CACHE_DEV")
+o0=$(stat_get cache_overwrites)
+out=$("$CRASH_IO" write /dev/cache0 --first-block "$IP_FIRST" --blocks "$IP_BLOCKS" \
+	--seed "$CRASH_SEED" --epoch $((POINTS + 1)) --log "$IP_ACKS" --threads 1 \
+	--max-len 1 --fua-pct 0 --seconds 2) || { echo "$out"; fail "the in-place writer failed"; }
+f1=$(disk_stat 16 "$CACHE_DEV")
+o1=$(stat_get cache_overwrites)
+syncs=$(sed -n 's/.* \([0-9]*\) flushes,.*/\1/p' <<<"$out")
+writes=$(sed -n 's/.*: \([0-9]*\) writes .*/\1/p' <<<"$out")
+log "in-place writer: $writes writes, $((o1 - o0)) in place; $syncs fdatasyncs," \
+	"$((f1 - f0)) flushes of $CACHE_DEV"
+[[ $syncs =~ ^[1-9][0-9]*$ ]] || fail "no fdatasync counted in: $out"
+[ $((o1 - o0)) -ge $((writes * 9 / 10)) ] ||
+	fail "only $((o1 - o0)) of $writes writes over dirty extents went in place"
+[ $((f1 - f0)) -ge "$syncs" ] ||
+	fail "$syncs fdatasyncs after writes in place sent only $((f1 - f0)) flushes to $CACHE_DEV (C1)"
+for ((e = POINTS + 2; e <= POINTS + 4; e++)); do
+	inplace_point "$e"
 done
 stop_all
 crash_summary

@@ -32,6 +32,7 @@ enum bkc_stat {
 	BKC_STAT_WRITE_MISSES,		/* cached writes over uncached data */
 	BKC_STAT_PROMOTIONS,		/* read misses copied into the cache */
 	BKC_STAT_READAROUNDS,		/* 512 KiB around such a miss, too */
+	BKC_STAT_OVERWRITES,		/* write hits overwriting dirty data in place */
 	BKC_STAT_NR,
 };
 
