@@ -394,7 +394,8 @@ static int bkc_checkpoint(struct bkc_set *set)
  * the gate there.  False if they do not finish within a second: the round
  * is skipped, nothing waits for ever.  The gate then stays up, so that
  * those in flight can only become fewer; while it is up from such a
- * round, the next ones only look at the count.
+ * round, the next ones only look at the count, and the thread's loop
+ * lowers it once none is left.
  */
 static bool bkc_ip_gate_raise(struct bkc_set *set)
 {
@@ -591,6 +592,9 @@ static int bkc_meta_thread(void *arg)
 		unsigned long delay = msecs_to_jiffies(READ_ONCE(set->journal_delay_ms));
 		unsigned long first;
 
+		/* a gate left up by a timed-out round comes down once clear */
+		if (READ_ONCE(set->ip_gate) && !atomic_read(&set->ip_inflight))
+			bkc_ip_gate_lower(set);
 		commit = test_and_clear_bit(BKC_M_COMMIT, &set->mflags);
 		refill = test_and_clear_bit(BKC_M_REFILL, &set->mflags);
 		gc = test_and_clear_bit(BKC_M_GC, &set->mflags);

@@ -11,6 +11,11 @@
  * finish, and foreground writes wait for a batch in their range.  Batches
  * are short (a few stripes), so waits are rare and brief.
  *
+ * An overwrite in place of dirty data (request.c, bkc_inplace()) changes
+ * what a key maps to without changing the key: it registers its range
+ * the same way, but without waiting (bkc_fg_try_begin()), and goes the
+ * usual way when a batch holds the range.
+ *
  * bkc_fg_end() may run in a bio's end_io (irq) context.
  */
 #include "bkc.h"

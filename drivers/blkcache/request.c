@@ -29,8 +29,10 @@
  * is durable.  A writeback write completes as soon as its data is in the
  * cache, before its keys are in (bkc_ack()): reads and bypassed writes
  * of its range, and a PREFLUSH of its device, wait for them.  A PREFLUSH
- * flushes the backing device and commits the journal before the data
- * part starts (design.md section 4).
+ * flushes the backing device (and the cache device after in-place
+ * overwrites) and commits the journal before the data part starts
+ * (design.md section 4).  A writeback write that one dirty key covers
+ * whole overwrites that key's data in place, with no key (bkc_inplace()).
  *
  * Promotion safety: a read miss records the write epoch before reading
  * the backing device; the copy is inserted only if no write touched its
@@ -200,7 +202,7 @@ struct bkc_req {
 struct bkc_clone {
 	struct bkc_req		*r;
 	u32			seg;
-	u64			flush_gen;	/* BKC_SEG_FLUSH: what it covers */
+	u64			flush_gen;	/* BKC_SEG_[C]FLUSH: what it covers */
 	struct bio		bio;	/* must be last: bio_set front_pad */
 };
 
@@ -309,13 +311,13 @@ static void bkc_fg_stamp(struct bkc_backing *b)
 	bkc_stamp(&b->wb.fg_last);
 }
 
-/* A cache-device flush covered the in-place overwrites up to @gen. */
-static void bkc_ip_flushed(struct bkc_set *set, u64 gen)
+/* Raise @v to @x unless it is past it already. */
+static void bkc_atomic64_max(atomic64_t *v, u64 x)
 {
-	s64 old = atomic64_read(&set->ip_flushed);
+	s64 old = atomic64_read(v);
 
-	while (old < (s64)gen) {
-		s64 prev = atomic64_cmpxchg(&set->ip_flushed, old, gen);
+	while (old < (s64)x) {
+		s64 prev = atomic64_cmpxchg(v, old, x);
 
 		if (prev == old)
 			break;
@@ -345,7 +347,7 @@ static void bkc_io_done(struct bkc_req *r, u32 segno, blk_status_t st,
 			bkc_set_fail(r->set, "a cache device flush failed",
 				     blk_status_to_errno(st));
 		} else {
-			bkc_ip_flushed(r->set, flush_gen);
+			bkc_atomic64_max(&r->set->ip_flushed, flush_gen);
 		}
 		return;
 	}
@@ -544,19 +546,6 @@ static u64 bkc_granules(u64 lba, u32 len)
 	for ((g) = (lba) >> BKC_EPOCH_SHIFT; \
 	     (g) <= ((lba) + (len) - 1) >> BKC_EPOCH_SHIFT; (g)++)
 
-static void bkc_epoch_stamp(struct bkc_epoch_slot *s, u64 e)
-{
-	s64 old = atomic64_read(&s->epoch);
-
-	while (old < (s64)e) {
-		s64 prev = atomic64_cmpxchg(&s->epoch, old, e);
-
-		if (prev == old)
-			break;
-		old = prev;
-	}
-}
-
 static bool bkc_epoch_big(struct bkc_req *r)
 {
 	return bkc_granules(r->lba, r->sectors) > BKC_EPOCH_SLOTS / 4;
@@ -578,10 +567,10 @@ static void bkc_epoch_begin(struct bkc_req *r)
 	smp_mb__after_atomic();
 	e = atomic64_inc_return(&set->epoch);
 	if (bkc_epoch_big(r)) {
-		bkc_epoch_stamp(&set->big, e);
+		bkc_atomic64_max(&set->big.epoch, e);
 	} else {
 		for_each_granule(g, r->lba, r->sectors)
-			bkc_epoch_stamp(bkc_epoch_slot(set, dev, g), e);
+			bkc_atomic64_max(&bkc_epoch_slot(set, dev, g)->epoch, e);
 	}
 	r->flags |= RQ_EPOCH;
 }
@@ -597,14 +586,14 @@ static void bkc_epoch_end(struct bkc_req *r)
 	r->flags &= ~RQ_EPOCH;
 	e = atomic64_inc_return(&set->epoch);
 	if (bkc_epoch_big(r)) {
-		bkc_epoch_stamp(&set->big, e);
+		bkc_atomic64_max(&set->big.epoch, e);
 		/* the stamp before the count drops */
 		smp_mb__before_atomic();
 		atomic_dec(&set->big.inflight);
 		return;
 	}
 	for_each_granule(g, r->lba, r->sectors)
-		bkc_epoch_stamp(bkc_epoch_slot(set, dev, g), e);
+		bkc_atomic64_max(&bkc_epoch_slot(set, dev, g)->epoch, e);
 	/* the stamp before the count drops */
 	smp_mb__before_atomic();
 	for_each_granule(g, r->lba, r->sectors)
@@ -1671,23 +1660,22 @@ out_range:
 }
 
 /*
- * An in-place overwrite is done: count it and let the gate go.  After a
- * failed set, whose cache device is never written again, it fails.  True
- * if it failed on the cache device: its range of the key then holds what
- * the device left, so the write is made again the usual way, a new extent
- * and key over that range (bkc_req_done()).
+ * An in-place overwrite is done: count it and let the gate go.  True if
+ * it must be made again the usual way (bkc_req_done()): it failed on the
+ * cache device (its range of the key then holds what the device left, and
+ * a new extent and key replace that range), or the set failed meanwhile
+ * (its cache device is not relied on again: bkc_dispatch() parks it like
+ * any write of a failed set).
  */
 static bool bkc_inplace_done(struct bkc_req *r)
 {
 	struct bkc_set *set = r->set;
-	bool again = false;
+	bool again = bkc_set_failed(set) || (r->flags & RQ_CACHE_ERR);
 
-	if (bkc_set_failed(set))
-		bkc_req_error(r, BLK_STS_IOERR);
-	else if (r->flags & RQ_CACHE_ERR)
-		again = true;
-	else
+	if (!again) {
 		atomic64_inc(&set->ip_done);
+		bkc_count(r, BKC_STAT_OVERWRITES, 1);
+	}
 	bkc_ip_put(set);
 	return again;
 }
@@ -1789,7 +1777,6 @@ static void bkc_write(struct bkc_req *r)
 		r->route = BKC_RT_INPLACE;
 		r->flags |= RQ_COUNTED;
 		bkc_count(r, BKC_STAT_WRITE_HITS, 1);
-		bkc_count(r, BKC_STAT_OVERWRITES, 1);
 		atomic_set(&r->pending, 2);
 		bkc_to_cache(r, 0);
 		bkc_req_put(r);
@@ -2036,7 +2023,10 @@ void bkc_insert_work(struct work_struct *work)
 			 * hold dirty data of the range.  Writing it around now
 			 * would leave the backing device newer than that, with
 			 * nothing durable to say so if the cache is failing:
-			 * the write fails, the old data stays readable.
+			 * the write fails, the old data stays readable (not
+			 * so after a failed in-place overwrite, which is
+			 * retried this way: its range holds what the device
+			 * left, as after any failed write).
 			 */
 			bkc_err_ratelimited(set->dev.bdev,
 					    "writeback write of %u sectors at %llu failed on the cache device",
@@ -2195,48 +2185,46 @@ static void bkc_flush_jw(struct bkc_jwait *jw, int err)
 	bkc_req_put(r);
 }
 
+/* Send an empty PREFLUSH to @bdev for @r as segment @seg, covering @gen. */
+static void bkc_flush_send(struct bkc_req *r, struct block_device *bdev,
+			   struct bio_set *bs, u32 seg, u64 gen)
+{
+	struct bkc_clone *bc;
+	struct bio *flush;
+
+	atomic_inc(&r->pending);
+	flush = bio_alloc_bioset(bdev, 0, REQ_OP_WRITE | REQ_PREFLUSH,
+				 GFP_NOIO, bs);
+	bc = container_of(flush, struct bkc_clone, bio);
+	bc->r = r;
+	bc->seg = seg;
+	bc->flush_gen = gen;
+	flush->bi_end_io = bkc_clone_endio;
+	submit_bio_noacct(flush);
+}
+
 /*
- * PREFLUSH: flush the backing device and commit the journal.  The backing
- * device is flushed only when a write to it completed since its last
- * successful flush (what went to the cache is the journal's business).
+ * PREFLUSH: flush the devices that need it and commit the journal.  The
+ * backing device is flushed only when a write to it completed since its
+ * last successful flush; the cache device only when an in-place overwrite
+ * completed since the last such flush began (the rest of what went to the
+ * cache is the journal's business: a commit flushes it).
  */
 static void bkc_flush_start(struct bkc_req *r)
 {
 	struct bkc_backing *b = r->b;
 	struct bkc_set *set = r->set;
-	struct bkc_clone *bc;
-	struct bio *flush;
 	u64 gen, ip;
 
 	r->stage = BKC_ST_FLUSH;
 	/* the journal wait's count, and one per flush sent below */
 	atomic_set(&r->pending, 1);
 	ip = atomic64_read(&set->ip_done);
-	if (ip != atomic64_read(&set->ip_flushed)) {
-		/* in-place overwrites completed since the last cache flush */
-		atomic_inc(&r->pending);
-		flush = bio_alloc_bioset(set->dev.bdev, 0,
-					 REQ_OP_WRITE | REQ_PREFLUSH,
-					 GFP_NOIO, &set->bs);
-		bc = container_of(flush, struct bkc_clone, bio);
-		bc->r = r;
-		bc->seg = BKC_SEG_CFLUSH;
-		bc->flush_gen = ip;
-		flush->bi_end_io = bkc_clone_endio;
-		submit_bio_noacct(flush);
-	}
-	if (bkc_backing_flush_needed(b, &gen)) {
-		atomic_inc(&r->pending);
-		flush = bio_alloc_bioset(b->dev.bdev, 0,
-					 REQ_OP_WRITE | REQ_PREFLUSH,
-					 GFP_NOIO, &b->bs);
-		bc = container_of(flush, struct bkc_clone, bio);
-		bc->r = r;
-		bc->seg = BKC_SEG_FLUSH;
-		bc->flush_gen = gen;
-		flush->bi_end_io = bkc_clone_endio;
-		submit_bio_noacct(flush);
-	}
+	/* in-place overwrites completed since the last cache flush */
+	if (ip != atomic64_read(&set->ip_flushed))
+		bkc_flush_send(r, set->dev.bdev, &set->bs, BKC_SEG_CFLUSH, ip);
+	if (bkc_backing_flush_needed(b, &gen))
+		bkc_flush_send(r, b->dev.bdev, &b->bs, BKC_SEG_FLUSH, gen);
 	r->jw.fn = bkc_flush_jw;
 	bkc_journal_wait(r->set, &r->jw, bkc_journal_flush_seq(r->set));
 }

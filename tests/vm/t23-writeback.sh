@@ -50,7 +50,7 @@
 #     3 rounds of 40 MiB in 64k extents, then 15 blocks in 16 rewritten
 #     with FUA (the usual way), which need the space GC frees by moving
 #     the 16th blocks, while fio passes rewrite those in place and verify
-#     them (at least 640 extents moved, from the bkc_gc_step tracepoint);
+#     them (at least 100 extents moved, from the bkc_gc_step tracepoint);
 #   - registered again, 32 MiB more dirty data, writeback still paused:
 #     detach writes it back first (state stays "dirty" until
 #     dirty_data is 0), then detaches ("no cache", on disk too); the data
@@ -396,7 +396,7 @@ need_module null_blk
 [ -d /sys/kernel/config/nullb ] || mount -t configfs configfs /sys/kernel/config ||
 	fail "cannot mount configfs"
 mkdir "$NBG" || fail "cannot create $NBG"
-on_exit "echo 0 >$NBG/power 2>/dev/null; rmdir $NBG 2>/dev/null"
+on_exit "[ ! -d $NBG ] || { echo 0 >$NBG/power; rmdir $NBG; }"
 echo 1 >"$NBG/memory_backed"
 echo 64 >"$NBG/size"
 echo 4096 >"$NBG/blocksize"
@@ -410,6 +410,8 @@ wait_for /dev/mapper/bkc-gcdly
 out=$("$make_cache" --wipe --writeback -b 128k -C /dev/mapper/bkc-gcdly -B "${scratch[0]}") ||
 	fail "make-cache on /dev/mapper/bkc-gcdly and ${scratch[0]} failed: $out"
 gcset=$(sed -n 's/^Set UUID: *//p' <<<"$out")
+on_exit "[ ! -e /sys/block/cache1 ] || echo 1 >/sys/block/cache1/cache/stop; sleep 1;
+	[ ! -e /sys/fs/blkcache/$gcset ] || echo 1 >/sys/fs/blkcache/$gcset/stop; sleep 1"
 wait_for /dev/cache1
 G=/sys/block/cache1/cache
 echo 0 >"$G/writeback_running"
@@ -424,6 +426,7 @@ echo 0 >"$TR/tracing_on"
 echo 4096 >"$TR/buffer_size_kb"
 : >"$TR/trace"
 echo 1 >"$TR/events/blkcache/bkc_gc_step/enable"
+on_exit "echo 0 >$TR/events/blkcache/bkc_gc_step/enable"
 echo 1 >"$TR/tracing_on"
 (while :; do echo 1 >"/sys/fs/blkcache/$gcset/trigger_gc"; sleep 0.1; done) &
 gcpid=$!
@@ -438,6 +441,7 @@ for round in 1 2 3; do
 	gcfio --output=/tmp/fio-fua.out --name=gcfua --sync=1 --rw=write:4k \
 		--bs=60k &
 	fuapid=$!
+	on_exit "kill $fuapid 2>/dev/null || true"
 	pass=0
 	while kill -0 "$fuapid" 2>/dev/null || [ "$pass" -lt 2 ]; do
 		pass=$((pass + 1))
@@ -465,7 +469,7 @@ moves=$(awk '{ for (i = 1; i < NF; i++) if ($i == "moves") s += $(i + 1) }
 log "GC moves against writes in place: 3 rounds, $passes passes verified," \
 	"$((o1 - o0)) writes in place, $moves extents moved by GC"
 [ $((o1 - o0)) -ge 1280 ] || fail "only $((o1 - o0)) of the rewrites during GC went in place"
-[ "$moves" -ge 640 ] || fail "GC moved only $moves extents: the passes did not race it"
+[ "$moves" -ge 100 ] || fail "GC moved only $moves extents: the passes did not race it"
 echo 1 >"$G/stop"
 wait_gone /dev/cache1
 echo 1 >"/sys/fs/blkcache/$gcset/stop"
