@@ -348,6 +348,20 @@ int bkc_fail_init(void);
 void bkc_fail_exit(void);
 void bkc_park_queue(struct work_struct *work);
 
+/* Raise @v to @x unless it is past it already. */
+static inline void bkc_atomic64_max(atomic64_t *v, u64 x)
+{
+	s64 old = atomic64_read(v);
+
+	while (old < (s64)x) {
+		s64 prev = atomic64_cmpxchg(v, old, x);
+
+		if (prev == old)
+			break;
+		old = prev;
+	}
+}
+
 static inline bool bkc_set_failed(const struct bkc_set *set)
 {
 	return test_bit(BKC_SET_FAILED, &set->fflags);
@@ -358,7 +372,7 @@ int bkc_meta_open(struct bkc_set *set);
 void bkc_meta_close(struct bkc_set *set);
 void bkc_meta_kick(struct bkc_set *set, int bit);
 void bkc_journal_wait(struct bkc_set *set, struct bkc_jwait *jw, u64 seq);
-u64 bkc_journal_flush_seq(struct bkc_set *set);
+u64 bkc_journal_flush_seq(struct bkc_set *set, bool *open);
 int bkc_journal_sync(struct bkc_set *set);
 int bkc_meta_wait_space(struct bkc_set *set, long timeout);
 void bkc_meta_note_record(struct bkc_set *set);

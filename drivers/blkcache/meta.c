@@ -151,14 +151,18 @@ void bkc_journal_wait(struct bkc_set *set, struct bkc_jwait *jw, u64 seq)
 
 /*
  * The journal entry a flush must wait for: the open entry if it holds
- * records, else nothing (0).
+ * records, else the one before (durable already, or in flight).  *@open
+ * (if not NULL) says whether it is the open one, whose commit then sends
+ * its PREFLUSH after now (bkc_commit()).
  */
-u64 bkc_journal_flush_seq(struct bkc_set *set)
+u64 bkc_journal_flush_seq(struct bkc_set *set, bool *open)
 {
 	u64 seq;
 
 	down_read(&set->lock);
 	seq = bkc_core_flush_seq(set->core);
+	if (open)
+		*open = seq == bkc_core_open_seq(set->core);
 	up_read(&set->lock);
 	return seq;
 }
@@ -177,7 +181,7 @@ int bkc_journal_sync(struct bkc_set *set)
 	struct bkc_jsync js = { .jw.fn = bkc_journal_sync_done };
 
 	init_completion(&js.done);
-	bkc_journal_wait(set, &js.jw, bkc_journal_flush_seq(set));
+	bkc_journal_wait(set, &js.jw, bkc_journal_flush_seq(set, NULL));
 	wait_for_completion(&js.done);
 	return js.err;
 }
@@ -229,6 +233,7 @@ static int bkc_commit(struct bkc_set *set)
 {
 	struct bkc_core *c = set->core;
 	struct bkc_journal_write w;
+	u64 ip;
 	int r;
 
 	bkc_set_lock(set);
@@ -238,12 +243,19 @@ static int bkc_commit(struct bkc_set *set)
 	bkc_set_unlock(set);
 	if (r)
 		return r;
+	/*
+	 * The PREFLUSH covers in-place overwrites completed by now: a
+	 * PREFLUSH waiting for this entry sent no cache flush of its own
+	 * (request.c, bkc_flush_start()).
+	 */
+	ip = atomic64_read(&set->ip_done);
 	r = bkc_meta_io(set, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA |
 			REQ_META | REQ_SYNC,
 			bkc_bucket_sector(set, w.bucket, w.offset >> SECTOR_SHIFT),
 			w.buf, w.bytes);
 	if (r)
 		return r;
+	bkc_atomic64_max(&set->ip_flushed, ip);
 	bkc_set_lock(set);
 	bkc_core_journal_done(c, &w);
 	WRITE_ONCE(set->durable_seq, bkc_core_durable_seq(c));

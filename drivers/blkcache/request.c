@@ -311,20 +311,6 @@ static void bkc_fg_stamp(struct bkc_backing *b)
 	bkc_stamp(&b->wb.fg_last);
 }
 
-/* Raise @v to @x unless it is past it already. */
-static void bkc_atomic64_max(atomic64_t *v, u64 x)
-{
-	s64 old = atomic64_read(v);
-
-	while (old < (s64)x) {
-		s64 prev = atomic64_cmpxchg(v, old, x);
-
-		if (prev == old)
-			break;
-		old = prev;
-	}
-}
-
 /*
  * The I/O of segment @segno of @r (or BKC_SEG_WHOLE, BKC_SEG_FLUSH,
  * BKC_SEG_CFLUSH) completed with @st; @flush_gen is what a flush covers.
@@ -1630,6 +1616,12 @@ static bool bkc_inplace(struct bkc_req *r)
 	struct bkc_ip_find f = { .r = r };
 	int ret;
 
+	/*
+	 * Only a dirty key is overwritten.  Lockless: a count read as 0
+	 * just after a key became dirty only sends this write the usual way.
+	 */
+	if (!bkc_core_dev_dirty_lockless(set->core, b->dev_id))
+		return false;
 	if (!bkc_fg_try_begin(b, &r->range, r->lba, r->sectors))
 		return false;
 	if (bkc_acked_any(set, b->dev_id, r->lba, r->sectors) ||
@@ -2206,27 +2198,30 @@ static void bkc_flush_send(struct bkc_req *r, struct block_device *bdev,
 /*
  * PREFLUSH: flush the devices that need it and commit the journal.  The
  * backing device is flushed only when a write to it completed since its
- * last successful flush; the cache device only when an in-place overwrite
- * completed since the last such flush began (the rest of what went to the
- * cache is the journal's business: a commit flushes it).
+ * last successful flush.  The cache device is flushed by the commit this
+ * waits for, if any: the open entry's commit sends its PREFLUSH after the
+ * entry closes, so after now (bkc_commit()).  Else it is flushed here
+ * when an in-place overwrite completed since the last cache flush began;
+ * the rest of what went to the cache is the journal's business.
  */
 static void bkc_flush_start(struct bkc_req *r)
 {
 	struct bkc_backing *b = r->b;
 	struct bkc_set *set = r->set;
-	u64 gen, ip;
+	u64 gen, ip, seq;
+	bool open;
 
 	r->stage = BKC_ST_FLUSH;
 	/* the journal wait's count, and one per flush sent below */
 	atomic_set(&r->pending, 1);
+	seq = bkc_journal_flush_seq(set, &open);
 	ip = atomic64_read(&set->ip_done);
-	/* in-place overwrites completed since the last cache flush */
-	if (ip != atomic64_read(&set->ip_flushed))
+	if (!open && ip != atomic64_read(&set->ip_flushed))
 		bkc_flush_send(r, set->dev.bdev, &set->bs, BKC_SEG_CFLUSH, ip);
 	if (bkc_backing_flush_needed(b, &gen))
 		bkc_flush_send(r, b->dev.bdev, &b->bs, BKC_SEG_FLUSH, gen);
 	r->jw.fn = bkc_flush_jw;
-	bkc_journal_wait(r->set, &r->jw, bkc_journal_flush_seq(r->set));
+	bkc_journal_wait(set, &r->jw, seq);
 }
 
 static void bkc_dispatch_work(struct work_struct *work)

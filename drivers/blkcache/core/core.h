@@ -269,6 +269,12 @@ static inline u64 bkc_core_flush_seq(const struct bkc_core *c)
 		c->journal.seq;
 }
 
+/* The open journal entry's seq: its commit has not begun. */
+static inline u64 bkc_core_open_seq(const struct bkc_core *c)
+{
+	return c->journal.seq;
+}
+
 static inline bool bkc_core_want_refill(const struct bkc_core *c)
 {
 	return bkc_alloc_want_invalidate(&c->alloc);
