@@ -211,3 +211,32 @@ disk_stat() {
 dev_bytes() {
 	blockdev --getsize64 "$1"
 }
+
+# trace_on EVENT KB: record blkcache's tracepoint EVENT (every one of them
+# if EVENT is "all") from now on, in a fresh buffer of KB KiB per CPU;
+# mounts tracefs if needed.  trace_off stops it and prints the trace.
+TR=/sys/kernel/tracing
+trace_on() {
+	local ev=$TR/events/blkcache/$1
+	[ "$1" != all ] || ev=$TR/events/blkcache
+	[ -d "$TR/events" ] || mount -t tracefs nodev "$TR" ||
+		fail "cannot mount tracefs"
+	[ -d "$ev" ] || fail "no tracepoint blkcache:$1 in $TR/events"
+	echo 0 >"$TR/tracing_on"
+	echo "$2" >"$TR/buffer_size_kb"
+	: >"$TR/trace"
+	echo 1 >"$ev/enable"
+	on_exit "echo 0 >$ev/enable"
+	echo 1 >"$TR/tracing_on"
+}
+
+# trace_off EVENT: stop recording EVENT (as given to trace_on); print what
+# was recorded, without tracefs's comment lines, and clear the buffer.
+trace_off() {
+	local ev=$TR/events/blkcache/$1
+	[ "$1" != all ] || ev=$TR/events/blkcache
+	echo 0 >"$TR/tracing_on"
+	echo 0 >"$ev/enable"
+	grep -v '^#' "$TR/trace" || true
+	: >"$TR/trace"
+}

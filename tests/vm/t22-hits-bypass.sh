@@ -254,17 +254,10 @@ done
 log "clear_stats: $(stats)"
 
 # -- tracepoints: the events of a small, known workload ----------------------
-TR=/sys/kernel/tracing
-[ -d "$TR/events" ] || mount -t tracefs nodev "$TR" || fail "cannot mount tracefs"
-[ -d "$TR/events/blkcache" ] || fail "no blkcache events in $TR/events"
+trace_on all 8192
 for e in bkc_request bkc_journal_commit bkc_writeback_batch bkc_gc_step bkc_set_fail; do
 	[ -d "$TR/events/blkcache/$e" ] || fail "no tracepoint blkcache:$e"
 done
-echo 0 >"$TR/tracing_on"
-echo 8192 >"$TR/buffer_size_kb"
-: >"$TR/trace"
-echo 1 >"$TR/events/blkcache/enable"
-echo 1 >"$TR/tracing_on"
 # 256 reads of cached data, 128 new writes, then writeback and a GC pass
 fio_q --rw=randread --bs=4k --size=1m --offset=0 --ioengine=psync
 fio_q --rw=randwrite --bs=4k --size=512k --offset=300m --ioengine=psync --end_fsync=1
@@ -275,9 +268,7 @@ for ((i = 0; i < 300; i++)); do
 done
 echo 1 >"/sys/fs/blkcache/$BKC_SET/trigger_gc"
 sleep 2
-echo 0 >"$TR/tracing_on"
-echo 0 >"$TR/events/blkcache/enable"
-grep -v '^#' "$TR/trace" >/tmp/trace.txt || true
+trace_off all >/tmp/trace.txt
 n_hit=$(grep -c 'bkc_request: .* read .* hit' /tmp/trace.txt || true)
 n_wr=$(grep -c 'bkc_request: .* write .* cached' /tmp/trace.txt || true)
 n_commit=$(grep -c 'bkc_journal_commit: ' /tmp/trace.txt || true)

@@ -420,14 +420,7 @@ gcfio() {
 	fio --eta=never --filename=/dev/cache1 --direct=1 --ioengine=libaio \
 		--iodepth=8 --size=40m "$@"
 }
-TR=/sys/kernel/tracing
-[ -d "$TR/events" ] || mount -t tracefs nodev "$TR" || fail "cannot mount tracefs"
-echo 0 >"$TR/tracing_on"
-echo 4096 >"$TR/buffer_size_kb"
-: >"$TR/trace"
-echo 1 >"$TR/events/blkcache/bkc_gc_step/enable"
-on_exit "echo 0 >$TR/events/blkcache/bkc_gc_step/enable"
-echo 1 >"$TR/tracing_on"
+trace_on bkc_gc_step 4096
 (while :; do echo 1 >"/sys/fs/blkcache/$gcset/trigger_gc"; sleep 0.1; done) &
 gcpid=$!
 on_exit "kill $gcpid 2>/dev/null || true"
@@ -461,11 +454,9 @@ done
 kill "$gcpid"
 wait "$gcpid" 2>/dev/null || true
 o1=$(cat "$G/stats_total/cache_overwrites")
-echo 0 >"$TR/tracing_on"
-echo 0 >"$TR/events/blkcache/bkc_gc_step/enable"
+trace_off bkc_gc_step >/tmp/trace-gc.txt
 moves=$(awk '{ for (i = 1; i < NF; i++) if ($i == "moves") s += $(i + 1) }
-	END { print s + 0 }' "$TR/trace")
-: >"$TR/trace"
+	END { print s + 0 }' /tmp/trace-gc.txt)
 log "GC moves against writes in place: 3 rounds, $passes passes verified," \
 	"$((o1 - o0)) writes in place, $moves extents moved by GC"
 [ $((o1 - o0)) -ge 1280 ] || fail "only $((o1 - o0)) of the rewrites during GC went in place"
