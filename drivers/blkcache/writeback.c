@@ -33,10 +33,13 @@
  * Pacing: a PI controller (core/ratectl.c) sets the rate from the dirty
  * amount against writeback_percent of the cache (0 once the device has
  * left writeback mode: its dirty data drains); the device goes at full
- * speed (writeback_rate_max, if set) when it has been idle for a second,
- * when draining for detach, during a writeback_max_age pass and when the
- * target is 0.  Below the target, data younger than writeback_delay
- * seconds is left alone.
+ * speed (writeback_rate_max, if set) when it has been idle (no request
+ * at all) for BKC_WB_IDLE_FULL, when draining for detach, during a
+ * writeback_max_age pass and when the target is 0.  Below the target,
+ * data younger than writeback_delay seconds is left alone.  The idle
+ * time is long, as bcache's is, so that a pause of a few seconds does not
+ * write back the data a workload is about to rewrite: over dirty data a
+ * rewrite goes in place, with no key, no commit and no write to md.
  *
  * Yielding: while foreground I/O reaches the backing device (a request
  * sent there or completed there within the last BKC_WB_YIELD), a target
@@ -63,6 +66,7 @@
 #define BKC_WB_KEYS		256
 #define BKC_WB_BATCH		(4U << 20)	/* bytes, before stripe end */
 #define BKC_WB_IDLE		HZ
+#define BKC_WB_IDLE_FULL	(30 * HZ)
 #define BKC_WB_YIELD		(HZ / 10)
 #define BKC_WB_MIN_RATE		8		/* sectors/s */
 #define BKC_WB_FULL_RATE	(1ULL << 40)
@@ -661,7 +665,7 @@ static int bkc_wb_thread(void *arg)
 		bkc_wb_age(b, now);
 		target = bkc_wb_target(b);
 		WRITE_ONCE(wb->target, target);
-		idle = time_after(now, READ_ONCE(wb->last_io) + BKC_WB_IDLE);
+		idle = time_after(now, READ_ONCE(wb->last_io) + BKC_WB_IDLE_FULL);
 		/* draining, a max_age pass and a nearly full set never yield */
 		may_yield = READ_ONCE(wb->running) && !READ_ONCE(wb->drain) &&
 			    !wb->sweeping && !bkc_wb_urgent(b);

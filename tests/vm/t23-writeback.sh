@@ -20,7 +20,10 @@
 #     drains and verifies;
 #   - the same reader with the dirty data below writeback_percent (and
 #     writeback_delay 0): nothing at all is written back while it runs
-#     ("rate: 0"), everything once it has stopped for a second;
+#     ("rate: 0"), everything at writeback_percent 0 once it stopped;
+#   - idle below the target: 32 MiB of dirty data stays for 10 s of an
+#     idle device, and is written back within 60 s (full speed after
+#     30 s with no request);
 #   - issue 9, fsync: 200 4k writes with fsync=1 in writeback (writeback
 #     paused: nothing goes to md0) make no flush of md0 (at most 10
 #     flushes counted on its members: md's own superblock writes; one per
@@ -62,8 +65,10 @@
 cd /tmp
 MB=1048576
 
-# fio_region OFFSET_MB SIZE_MB SEED [fio options]: random writes with a
-# crc32c pattern over the region, each block once.
+# fio_region OFFSET_MB SIZE_MB SEED [fio options]: random writes over the
+# region, each block once, with a pattern of the seed and each block's
+# offset (regions are rewritten with other seeds: fio's crc32c verify
+# would take the older data as good).
 fio_region() {
 	local off=$1 size=$2 seed=$3
 	shift 3
@@ -71,7 +76,8 @@ fio_region() {
 		--ioengine=libaio --iodepth=16 --rw=randwrite \
 		--bssplit=4k/70:8k/10:16k/10:64k/10 --offset="${off}m" \
 		--size="${size}m" --randrepeat=1 --randseed="$seed" \
-		--verify=crc32c --verify_fatal=1 --verify_state_save=0 "$@" ||
+		--verify=pattern --verify_pattern="$(printf '0x%08x' "$seed")%o" \
+		--verify_fatal=1 --verify_state_save=0 "$@" ||
 		{ cat /tmp/fio.out; fail "fio on ${size} MiB at ${off} MiB failed"; }
 }
 
@@ -206,7 +212,7 @@ echo 10 >"$BATTR/writeback_percent"
 fio_region 176 32 17 --verify_only=1
 
 # Below the target (writeback_percent 10, no delay), the same reader: no
-# batch at all while it runs ("rate: 0"), a full-speed drain once it stops.
+# batch at all while it runs ("rate: 0"); then a drain (writeback_percent 0).
 echo 0 >"$BATTR/writeback_running"
 echo 0 >"$BATTR/writeback_delay"
 fio_region 176 32 18 --do_verify=0
@@ -236,6 +242,30 @@ log "below the target: $((d0 / 2048)) MiB dirty stayed for 4.5 s of a 100 IOPS m
 echo 10 >"$BATTR/writeback_percent"
 echo 30 >"$BATTR/writeback_delay"
 fio_region 176 32 18 --verify_only=1
+
+# Below the target, an idle device: its dirty data stays through a pause
+# shorter than 30 s (a rewrite then goes in place), and is written back
+# at full speed once the device has had no request for 30 s.
+# (writeback_delay is 30 s too, but it alone would only let the
+# controller's minimum rate, 4 KiB/s, start then.)
+echo 0 >"$BATTR/writeback_running"
+fio_region 176 32 20 --do_verify=0
+d0=$(dirty_sectors)
+[ "$d0" -le "$(wb_debug target)" ] ||
+	fail "test setup: $d0 dirty sectors are above the target, $(wb_debug target)"
+start=$SECONDS
+echo 1 >"$BATTR/writeback_running"
+sleep 10
+d1=$(dirty_sectors)
+[ "$d1" = "$d0" ] ||
+	fail "idle for 10 s below the target: written back $(((d0 - d1) / 2))K of $((d0 / 2))K"
+while [ "$(dirty_sectors)" != 0 ]; do
+	[ $((SECONDS - start)) -le 60 ] ||
+		fail "idle for 60 s below the target: $(dirty_sectors) sectors still dirty"
+	sleep 0.5
+done
+log "idle below the target: $((d0 / 2048)) MiB dirty stayed for 10 s, clean $((SECONDS - start)) s after the last write"
+fio_region 176 32 20 --verify_only=1
 
 # -- fsync: md0 is flushed only when something was written to it ------------
 # member_flushes: flush requests the RAID members completed (diskstats)
