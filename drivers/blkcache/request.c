@@ -1571,8 +1571,9 @@ static void bkc_release_extents(struct bkc_req *r)
  *   - other writes of the range: none may be acked (keys not in) or in
  *     flight, else the write goes the usual way, after them.
  * Writes with FUA or PREFLUSH go the usual way.  The write is counted
- * when it completes (ip_done); a PREFLUSH flushes the cache device when
- * one completed since the last such flush (bkc_flush_start()).
+ * when it completes (ip_done); a PREFLUSH has the cache device flushed
+ * when one completed since the last such flush: by the commit it waits
+ * for, or by a flush of its own (bkc_flush_start()).
  */
 struct bkc_ip_find {
 	struct bkc_req	*r;
@@ -2215,9 +2216,13 @@ static void bkc_flush_start(struct bkc_req *r)
 	/* the journal wait's count, and one per flush sent below */
 	atomic_set(&r->pending, 1);
 	seq = bkc_journal_flush_seq(set, &open);
-	ip = atomic64_read(&set->ip_done);
-	if (!open && ip != atomic64_read(&set->ip_flushed))
-		bkc_flush_send(r, set->dev.bdev, &set->bs, BKC_SEG_CFLUSH, ip);
+	if (!open) {
+		ip = atomic64_read(&set->ip_done);
+		/* a commit may have covered more than @ip meanwhile */
+		if (ip > (u64)atomic64_read(&set->ip_flushed))
+			bkc_flush_send(r, set->dev.bdev, &set->bs,
+				       BKC_SEG_CFLUSH, ip);
+	}
 	if (bkc_backing_flush_needed(b, &gen))
 		bkc_flush_send(r, b->dev.bdev, &b->bs, BKC_SEG_FLUSH, gen);
 	r->jw.fn = bkc_flush_jw;

@@ -4,8 +4,9 @@
  * cache to the backing device, in LBA order, a batch at a time.
  *
  * A batch covers whole RAID stripes (the backing device's io_opt): keys
- * are taken from a stripe-aligned start until about BKC_WB_BATCH bytes,
- * then up to the end of the stripe they reached, so md gets every dirty
+ * are taken from a stripe-aligned start until about BKC_WB_BATCH bytes
+ * (when paced, what the rate allows in BKC_WB_PAUSE_MAX seconds), then
+ * up to the end of the stripe they reached, so md gets every dirty
  * piece of a stripe at once, contiguous runs merged into large writes,
  * under one plug.  For each batch:
  *   1. announce the LBA range (range.c), wait for foreground backing
@@ -65,6 +66,7 @@
 
 #define BKC_WB_KEYS		256
 #define BKC_WB_BATCH		(4U << 20)	/* bytes, before stripe end */
+#define BKC_WB_PAUSE_MAX	10		/* s, after a paced batch */
 #define BKC_WB_IDLE		HZ
 #define BKC_WB_IDLE_FULL	(30 * HZ)
 #define BKC_WB_YIELD		(HZ / 10)
@@ -84,6 +86,7 @@ struct bkc_wb_ctx {
 	u32			nkeys;
 	struct bkc_wb_run	*runs;
 	u32			nruns;
+	u64			limit;		/* bytes a batch gathers */
 	/* async I/O of a phase */
 	atomic_t		pending;
 	int			err;
@@ -191,7 +194,7 @@ static bool bkc_wb_pick_range(struct bkc_backing *b, struct bkc_wb_ctx *x,
 		return false;
 	*start = bkc_pos_lba(x->keys[0].pos);
 	e = *start;
-	for (i = 0; i < n && bytes < BKC_WB_BATCH; i++) {
+	for (i = 0; i < n && bytes < x->limit; i++) {
 		u64 ks = bkc_pos_lba(x->keys[i].pos), fs;
 
 		e = bkc_pos_lba(bkc_key_end(&x->keys[i]));
@@ -705,6 +708,15 @@ static int bkc_wb_thread(void *arg)
 			continue;
 		}
 
+		/*
+		 * A paced batch is what the rate allows in the longest pause
+		 * after it (one key or stripe at least): else the minimum
+		 * rate would write BKC_WB_BATCH per pause.
+		 */
+		x->limit = BKC_WB_BATCH;
+		if (rate < BKC_WB_FULL_RATE)
+			x->limit = clamp_t(u64, (rate * BKC_WB_PAUSE_MAX) <<
+					   SECTOR_SHIFT, 1, BKC_WB_BATCH);
 		r = bkc_wb_batch(b, x, wb->next_lba, &wb->next_lba);
 		if (r == 0) {
 			/* a max_age pass ends at the end of the device */
@@ -729,7 +741,8 @@ static int bkc_wb_thread(void *arg)
 			/* sleep as long as @r sectors take at @rate */
 			u64 ms = div64_u64((u64)r * 1000, max_t(u64, rate, 1));
 
-			bkc_wb_pause(b, msecs_to_jiffies(min_t(u64, ms, 10000)));
+			bkc_wb_pause(b, msecs_to_jiffies(min_t(u64, ms,
+					BKC_WB_PAUSE_MAX * 1000)));
 		} else {
 			cond_resched();
 		}

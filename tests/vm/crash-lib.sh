@@ -51,8 +51,8 @@ crash_writer_args() {
 # crash_register: register the cache device (CACHE_DEV, default the SSD),
 # note the dirty data the set recovered and the state md0's superblock
 # says before anything can write it back, then register md0 and wait for
-# /dev/cache0.  (Read later, the state can be "clean" already: idle
-# writeback drains dirty data below the target within seconds.)
+# /dev/cache0.  (Read later, the state can be "clean" already: writeback
+# drains dirty data below the target once the device is idle.)
 crash_register() {
 	local s
 	echo "${CACHE_DEV:-$BKC_SSD}" >/sys/fs/blkcache/register ||

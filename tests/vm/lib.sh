@@ -226,7 +226,7 @@ trace_on() {
 	echo "$2" >"$TR/buffer_size_kb"
 	: >"$TR/trace"
 	echo 1 >"$ev/enable"
-	on_exit "echo 0 >$ev/enable"
+	on_exit "echo 0 >$ev/enable; echo 0 >$TR/tracing_on"
 	echo 1 >"$TR/tracing_on"
 }
 

@@ -14,8 +14,9 @@
 # writeback rewrite regions that are cached dirty or clean with new data.
 # Everything is verified again after stop and re-registration with dirty
 # data in the cache, and once more after writeback drained it.  The data
-# is a pattern made of the region's seed and each block's offset: fio's
-# crc32c verify would take a region's older data as good.
+# is a pattern made of the region's seed and the offset of its write,
+# with a header holding each 4k block's own offset: fio's crc32c verify
+# would take a region's older data as good.
 # shellcheck disable=SC2119  # make_raid5 takes no arguments here
 . "$BKC_REPO/tests/vm/lib.sh"
 . "$BKC_REPO/tests/vm/verify-lib.sh"
@@ -31,8 +32,8 @@ job_file() {
 [global]
 filename=/dev/cache0
 direct=1
-verify=pattern
 verify_pattern=$(printf '0x%08x' "$seed")%o
+verify_interval=4k
 verify_fatal=1
 verify_state_save=0
 do_verify=1

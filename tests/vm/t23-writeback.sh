@@ -23,7 +23,8 @@
 #     ("rate: 0"), everything at writeback_percent 0 once it stopped;
 #   - idle below the target: 32 MiB of dirty data stays for 10 s of an
 #     idle device, and is written back within 60 s (full speed after
-#     30 s with no request);
+#     30 s with no request); on a busy device past writeback_delay, the
+#     minimum rate writes back at most 512K in 10 s;
 #   - issue 9, fsync: 200 4k writes with fsync=1 in writeback (writeback
 #     paused: nothing goes to md0) make no flush of md0 (at most 10
 #     flushes counted on its members: md's own superblock writes; one per
@@ -66,9 +67,9 @@ cd /tmp
 MB=1048576
 
 # fio_region OFFSET_MB SIZE_MB SEED [fio options]: random writes over the
-# region, each block once, with a pattern of the seed and each block's
-# offset (regions are rewritten with other seeds: fio's crc32c verify
-# would take the older data as good).
+# region, each block once, with a pattern of the seed and the write's
+# offset and a header per 4k block (regions are rewritten with other
+# seeds: fio's crc32c verify would take the older data as good).
 fio_region() {
 	local off=$1 size=$2 seed=$3
 	shift 3
@@ -76,9 +77,19 @@ fio_region() {
 		--ioengine=libaio --iodepth=16 --rw=randwrite \
 		--bssplit=4k/70:8k/10:16k/10:64k/10 --offset="${off}m" \
 		--size="${size}m" --randrepeat=1 --randseed="$seed" \
-		--verify=pattern --verify_pattern="$(printf '0x%08x' "$seed")%o" \
+		--verify_pattern="$(printf '0x%08x' "$seed")%o" --verify_interval=4k \
 		--verify_fatal=1 --verify_state_save=0 "$@" ||
 		{ cat /tmp/fio.out; fail "fio on ${size} MiB at ${off} MiB failed"; }
+}
+
+# clean_within SECS WHAT: waits until nothing is dirty, at most SECS
+# seconds after $start.
+clean_within() {
+	while [ "$(dirty_sectors)" != 0 ]; do
+		[ $((SECONDS - start)) -le "$1" ] ||
+			fail "$2: $(dirty_sectors) sectors still dirty after $1 s"
+		sleep 0.5
+	done
 }
 
 bkc_load
@@ -141,11 +152,7 @@ d1=$(dirty_sectors)
 	fail "max_age 0: dirty data fell from $d0 to $d1 sectors in 6 s with writeback held off"
 echo 5 >"$BATTR/writeback_max_age"
 start=$SECONDS
-while [ "$(dirty_sectors)" != 0 ]; do
-	[ $((SECONDS - start)) -le 15 ] ||
-		fail "writeback_max_age=5: $(dirty_sectors) sectors still dirty after 15 s"
-	sleep 0.5
-done
+clean_within 15 "writeback_max_age=5"
 log "writeback_max_age=5: $((d1 / 2048)) MiB dirty for 6 s with max_age 0, clean $((SECONDS - start)) s after max_age 5"
 kill "$reader" 2>/dev/null || true
 wait "$reader" 2>/dev/null || true
@@ -245,10 +252,10 @@ fio_region 176 32 18 --verify_only=1
 
 # Below the target, an idle device: its dirty data stays through a pause
 # shorter than 30 s (a rewrite then goes in place), and is written back
-# at full speed once the device has had no request for 30 s.
-# (writeback_delay is 30 s too, but it alone would only let the
-# controller's minimum rate, 4 KiB/s, start then.)
+# at full speed once the device has had no request for 30 s.  A
+# writeback_delay of 300 s keeps the controller's pace out of it.
 echo 0 >"$BATTR/writeback_running"
+echo 300 >"$BATTR/writeback_delay"
 fio_region 176 32 20 --do_verify=0
 d0=$(dirty_sectors)
 [ "$d0" -le "$(wb_debug target)" ] ||
@@ -259,13 +266,37 @@ sleep 10
 d1=$(dirty_sectors)
 [ "$d1" = "$d0" ] ||
 	fail "idle for 10 s below the target: written back $(((d0 - d1) / 2))K of $((d0 / 2))K"
-while [ "$(dirty_sectors)" != 0 ]; do
-	[ $((SECONDS - start)) -le 60 ] ||
-		fail "idle for 60 s below the target: $(dirty_sectors) sectors still dirty"
-	sleep 0.5
-done
+clean_within 60 "idle below the target"
 log "idle below the target: $((d0 / 2048)) MiB dirty stayed for 10 s, clean $((SECONDS - start)) s after the last write"
 fio_region 176 32 20 --verify_only=1
+
+# Below the target on a busy device (a reader of dirty data: hits, so
+# writeback does not rest), past writeback_delay: the controller's
+# minimum rate of 8 sectors/s makes batches of what it allows in 10 s,
+# rounded to a stripe, not of up to 256 keys or BKC_WB_BATCH (4 MiB)
+# every 10 s (the module before wrote back 1280K here).
+echo 0 >"$BATTR/writeback_running"
+echo 0 >"$BATTR/writeback_delay"
+fio_region 176 32 21 --do_verify=0
+d0=$(dirty_sectors)
+fio --output=/tmp/fio-hits.out --eta=never --name=hits --filename=/dev/cache0 \
+	--direct=1 --rw=randread --bs=4k --offset=176m --size=32m \
+	--ioengine=psync --rate_iops=100 --time_based --runtime=30 &
+hits=$!
+on_exit "kill $hits 2>/dev/null || true"
+echo 1 >"$BATTR/writeback_running"
+sleep 10
+d1=$(dirty_sectors)
+rate=$(wb_debug rate)
+kill "$hits" 2>/dev/null || true
+wait "$hits" 2>/dev/null || true
+[ $((d0 - d1)) -le 1024 ] ||
+	fail "below the target at rate $rate: written back $(((d0 - d1) / 2))K in 10 s"
+log "below the target, busy: $(((d0 - d1) / 2))K of $((d0 / 2048)) MiB written back in 10 s at rate $rate"
+wait_clean 120
+echo 10 >"$BATTR/writeback_percent"
+echo 30 >"$BATTR/writeback_delay"
+fio_region 176 32 21 --verify_only=1
 
 # -- fsync: md0 is flushed only when something was written to it ------------
 # member_flushes: flush requests the RAID members completed (diskstats)

@@ -19,9 +19,9 @@
 # made dirty in 64 KiB extents (writeback_percent=100: it stays dirty).
 # A single-threaded writer of 4k writes and fdatasyncs, all of which go
 # over their dirty extent in place (stats_total/cache_overwrites), runs
-# for 2 s: no journal commit covers them, so each fdatasync must have
-# sent a flush to the cache device (its flush count grows by at least
-# the writer's fdatasyncs).  Then 3 times the same writer is cut by a
+# for 2 s: with nothing to commit, each fdatasync must have sent a flush
+# to the cache device itself (its flush count grows by at least the
+# writer's fdatasyncs).  Then 3 times the same writer is cut by a
 # power cut and every acknowledged write must read back, and nothing
 # else (C1, C2).  null_blk writes an overwrite of a page it has flushed
 # before straight to its storage, so these cuts cannot catch a missing
