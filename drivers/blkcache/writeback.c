@@ -37,7 +37,9 @@
  * speed (writeback_rate_max, if set) when it has been idle (no request
  * at all) for BKC_WB_IDLE_FULL, when draining for detach, during a
  * writeback_max_age pass and when the target is 0.  Below the target,
- * data younger than writeback_delay seconds is left alone.  The idle
+ * nothing is written back for writeback_delay seconds after the device
+ * became dirty, then batches follow the rate (paced batches: what it
+ * allows in BKC_WB_PAUSE_MAX, a stripe at least).  The idle
  * time is long, as bcache's is, so that a pause of a few seconds does not
  * write back the data a workload is about to rewrite: over dirty data a
  * rewrite goes in place, with no key, no commit and no write to md.
@@ -630,7 +632,7 @@ static int bkc_wb_thread(void *arg)
 	unsigned long last = jiffies, dirty_since = 0, backoff = HZ;
 	struct bkc_wb_ctx *x;
 	u64 dirty, target, rate, cap;
-	bool idle, full, yield, rest, may_yield;
+	bool idle, full, yield, rest, may_yield, urgent;
 	long r;
 
 	x = kzalloc(sizeof(*x), GFP_KERNEL);
@@ -656,6 +658,8 @@ static int bkc_wb_thread(void *arg)
 			WRITE_ONCE(wb->drain, false);
 			WRITE_ONCE(wb->rate, 0);
 			WRITE_ONCE(wb->yielding, false);
+			/* nothing to write back: the controller forgets its history */
+			bkc_ratectl_update(&wb->ctl, 0, 0, 0, false);
 			bkc_wb_set_clean(b);
 			bkc_backing_clean(b);
 			wait_event_interruptible_timeout(wb->kick,
@@ -670,8 +674,9 @@ static int bkc_wb_thread(void *arg)
 		WRITE_ONCE(wb->target, target);
 		idle = time_after(now, READ_ONCE(wb->last_io) + BKC_WB_IDLE_FULL);
 		/* draining, a max_age pass and a nearly full set never yield */
+		urgent = bkc_wb_urgent(b);
 		may_yield = READ_ONCE(wb->running) && !READ_ONCE(wb->drain) &&
-			    !wb->sweeping && !bkc_wb_urgent(b);
+			    !wb->sweeping && !urgent;
 		yield = may_yield && (!target || idle) &&
 			bkc_wb_fg_within(wb, BKC_WB_YIELD);
 		full = READ_ONCE(wb->drain) || wb->sweeping ||
@@ -711,10 +716,12 @@ static int bkc_wb_thread(void *arg)
 		/*
 		 * A paced batch is what the rate allows in the longest pause
 		 * after it (one key or stripe at least): else the minimum
-		 * rate would write BKC_WB_BATCH per pause.
+		 * rate would write BKC_WB_BATCH per pause.  Drains, max_age
+		 * passes (which do not pause) and a nearly full set keep
+		 * whole batches.
 		 */
 		x->limit = BKC_WB_BATCH;
-		if (rate < BKC_WB_FULL_RATE)
+		if (!full && !urgent && rate < BKC_WB_FULL_RATE)
 			x->limit = clamp_t(u64, (rate * BKC_WB_PAUSE_MAX) <<
 					   SECTOR_SHIFT, 1, BKC_WB_BATCH);
 		r = bkc_wb_batch(b, x, wb->next_lba, &wb->next_lba);
