@@ -622,6 +622,7 @@ static int bkc_backing_detach_now(struct bkc_backing *b)
 				r);
 	}
 	b->detaching = false;
+	b->wb.drain = false;
 	bkc_info(b->dev.bdev, "detached");
 	return bkc_backing_run(b);
 fail:
@@ -684,8 +685,10 @@ int bkc_backing_detach(struct bkc_backing *b)
 			 bkc_backing_dirty_sectors(b));
 		return 0;
 	}
-	if (r)
+	if (r) {
 		WRITE_ONCE(b->detaching, false);
+		WRITE_ONCE(b->wb.drain, false);
+	}
 	return r;
 }
 
@@ -1110,6 +1113,7 @@ void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
 		bkc_req_failover(b, BKC_FO_PASS);
 		bkc_backing_unlink(b);
 		b->detaching = false;
+		b->wb.drain = false;
 		bkc_err(b->dev.bdev,
 			"cache set %pUb on %pg failed: %s runs without a cache, no dirty data was lost%s",
 			set->sb.set_uuid, set->dev.bdev, disk,
@@ -1123,6 +1127,7 @@ void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
 	bkc_backing_stop_disk(b);
 	bkc_backing_unlink(b);
 	b->detaching = false;
+	b->wb.drain = false;
 	b->set_lost = dirty != 0;
 	if (!dirty) {
 		bkc_err(b->dev.bdev,

@@ -367,8 +367,11 @@ static void bkc_io_done(struct bkc_req *r, u32 segno, blk_status_t st,
 			if (!st && bkc_core_gen_lockless(r->set->core,
 							 seg->bucket) != seg->gen)
 				set_bit(ilog2(RQ_RELOOKUP), &r->rflags);
-			fallthrough;
+			if (st)
+				bkc_req_error(r, st);
+			break;
 		case BKC_SEG_MISS:
+			/* only a miss went to the backing device */
 			bkc_fg_stamp(r->b);
 			if (st)
 				bkc_req_error(r, st);

@@ -16,7 +16,8 @@
  *   3. flush the backing device;
  *   4. mark clean whatever still maps to the data just written (a newer
  *      write may have replaced it meanwhile: that stays dirty).
- * A failed batch marks nothing clean and is retried after a back-off.
+ * A failed batch marks nothing clean; after a back-off the thread goes on
+ * after it, and its range is tried again on the next pass.
  *
  * Stripe fill: on a backing device where writing part of a stripe costs
  * reads (md RAID5/6: it reads the rest of the stripe, or the old data and
@@ -89,6 +90,7 @@ struct bkc_wb_ctx {
 	struct bkc_wb_run	*runs;
 	u32			nruns;
 	u64			limit;		/* bytes a batch gathers */
+	bool			picked;		/* the batch found a range */
 	/* async I/O of a phase */
 	atomic_t		pending;
 	int			err;
@@ -160,18 +162,46 @@ static int bkc_wb_phase_wait(struct bkc_wb_ctx *x)
 
 struct bkc_wb_pick {
 	struct bkc_wb_ctx	*x;
-	u64			end;	/* exclusive, cacheN sectors */
+	u64			stripe;	/* filling: the stripe, else 0 */
+	u64			bytes;	/* what the keys so far make the batch write */
+	u64			filled;	/* filling: the end of the last stripe */
+	bool			cut;	/* stopped before the range's end */
 };
 
+/*
+ * Take the range's dirty keys, up to BKC_WB_KEYS and, at a stripe's
+ * start (a key's when not filling), up to @x->limit: writes that came in
+ * since the range was picked may have added keys to it.
+ */
 static int bkc_wb_collect(void *arg, const struct bkc_key *k)
 {
 	struct bkc_wb_pick *p = arg;
 	struct bkc_wb_ctx *x = p->x;
+	u64 ks = bkc_pos_lba(k->pos), e = bkc_pos_lba(bkc_key_end(k)), ss;
 
 	if (!bkc_key_dirty(k))
 		return 0;
-	if (x->nkeys == BKC_WB_KEYS)
+	if (x->nkeys == BKC_WB_KEYS) {
+		p->cut = true;
 		return 1;
+	}
+	if (!p->stripe) {
+		if (p->bytes >= x->limit) {
+			p->cut = true;
+			return 1;
+		}
+		p->bytes += (u64)k->len << SECTOR_SHIFT;
+	} else {
+		ss = ks - ks % p->stripe;
+		if (ss >= p->filled && p->bytes >= x->limit) {
+			p->cut = true;
+			return 1;
+		}
+		ss = max(ss, p->filled);
+		p->filled = max(p->filled, roundup(e, p->stripe));
+		if (p->filled > ss)
+			p->bytes += (p->filled - ss) << SECTOR_SHIFT;
+	}
 	x->keys[x->nkeys++] = *k;
 	return 0;
 }
@@ -383,9 +413,9 @@ static int bkc_wb_mark_clean(struct bkc_backing *b, struct bkc_wb_ctx *x)
 }
 
 /*
- * Write back one batch from @from on.  Returns sectors written back, 0 if
- * there was nothing from @from on, or -errno.  *@next is where the next
- * batch starts.
+ * Write back one batch from @from on.  Returns sectors written back (0 if
+ * none: @x->picked says whether there was dirty data from @from on at
+ * all), or -errno.  *@next is where the next batch starts.
  */
 static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 			 u64 from, u64 *next)
@@ -398,14 +428,15 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	long r;
 
 	x->nkeys = 0;
-	if (!bkc_wb_pick_range(b, x, from, stripe, &start, &end))
+	x->picked = bkc_wb_pick_range(b, x, from, stripe, &start, &end);
+	if (!x->picked)
 		return 0;
 	*next = end;
 
 	bkc_wb_batch_begin(b, start, end);
 	/* the keys as they are now that no foreground write runs here */
 	x->nkeys = 0;
-	pick.end = end;
+	pick.stripe = stripe;
 	down_read(&set->lock);
 	r = bkc_core_iter(set->core, bkc_pos(b->dev_id, start),
 			  bkc_pos(b->dev_id, end), false, bkc_wb_collect,
@@ -413,6 +444,13 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	up_read(&set->lock);
 	if (r < 0 || !x->nkeys)
 		goto out;
+	if (pick.cut) {
+		/* the next batch takes the rest, from the first key left out */
+		u64 e = bkc_pos_lba(bkc_key_end(&x->keys[x->nkeys - 1]));
+
+		if (e > from)
+			*next = e;
+	}
 	r = bkc_wb_make_runs(b, x, stripe);
 	if (r)
 		goto out;
@@ -581,14 +619,21 @@ static bool bkc_wb_fg_within(struct bkc_wb *wb, unsigned long t)
 
 /*
  * Sleep @t between batches.  A pause that only yields to the foreground
- * ends as soon as the foreground has gone quiet.
+ * ends as soon as the foreground has gone quiet.  At full speed (@full:
+ * draining, a max_age pass, a nearly full set), the pause is that of
+ * writeback_rate_max and only a stop ends it early.
  */
-static void bkc_wb_pause(struct bkc_backing *b, unsigned long t)
+static bool bkc_wb_pause_over(struct bkc_backing *b, bool full)
+{
+	return full ? kthread_should_stop() : bkc_wb_should_wake(b);
+}
+
+static void bkc_wb_pause(struct bkc_backing *b, unsigned long t, bool full)
 {
 	struct bkc_wb *wb = &b->wb;
 	unsigned long end = jiffies + t, left;
 
-	while (!bkc_wb_should_wake(b) && time_before(jiffies, end)) {
+	while (!bkc_wb_pause_over(b, full) && time_before(jiffies, end)) {
 		left = end - jiffies;
 		if (wb->yielding) {
 			if (!bkc_wb_fg_within(wb, BKC_WB_YIELD))
@@ -596,7 +641,7 @@ static void bkc_wb_pause(struct bkc_backing *b, unsigned long t)
 			left = min_t(unsigned long, left, BKC_WB_YIELD);
 		}
 		wait_event_interruptible_timeout(wb->kick,
-			bkc_wb_should_wake(b), left);
+			bkc_wb_pause_over(b, full), left);
 	}
 }
 
@@ -655,7 +700,13 @@ static int bkc_wb_thread(void *arg)
 		dirty = bkc_backing_dirty_sectors(b);
 		if (!dirty) {
 			dirty_since = 0;
-			WRITE_ONCE(wb->drain, false);
+			/*
+			 * A detach waits for clean (bkc_backing_clean()), and
+			 * may find dirty data again: the drain goes on until
+			 * the detach ends (backing.c clears it).
+			 */
+			if (!READ_ONCE(b->detaching))
+				WRITE_ONCE(wb->drain, false);
 			WRITE_ONCE(wb->rate, 0);
 			WRITE_ONCE(wb->yielding, false);
 			/* nothing to write back: the controller forgets its history */
@@ -669,7 +720,11 @@ static int bkc_wb_thread(void *arg)
 		}
 		if (!dirty_since)
 			dirty_since = now;
-		bkc_wb_age(b, now);
+		/* writeback_running 0 stops max_age passes too */
+		if (READ_ONCE(wb->running))
+			bkc_wb_age(b, now);
+		else
+			wb->sweeping = false;
 		target = bkc_wb_target(b);
 		WRITE_ONCE(wb->target, target);
 		idle = time_after(now, READ_ONCE(wb->last_io) + BKC_WB_IDLE_FULL);
@@ -679,7 +734,7 @@ static int bkc_wb_thread(void *arg)
 			    !wb->sweeping && !urgent;
 		yield = may_yield && (!target || idle) &&
 			bkc_wb_fg_within(wb, BKC_WB_YIELD);
-		full = READ_ONCE(wb->drain) || wb->sweeping ||
+		full = READ_ONCE(wb->drain) || wb->sweeping || urgent ||
 			(!yield && (!target || idle));
 		/*
 		 * At or below the target nothing needs writing back now: while
@@ -716,24 +771,37 @@ static int bkc_wb_thread(void *arg)
 		/*
 		 * A paced batch is what the rate allows in the longest pause
 		 * after it (one key or stripe at least): else the minimum
-		 * rate would write BKC_WB_BATCH per pause.  Drains, max_age
-		 * passes (which do not pause) and a nearly full set keep
-		 * whole batches.
+		 * rate would write BKC_WB_BATCH per pause.  At full speed
+		 * (drains, max_age passes, a nearly full set) batches are
+		 * whole.
 		 */
 		x->limit = BKC_WB_BATCH;
-		if (!full && !urgent && rate < BKC_WB_FULL_RATE)
+		if (!full && rate < BKC_WB_FULL_RATE)
 			x->limit = clamp_t(u64, (rate * BKC_WB_PAUSE_MAX) <<
 					   SECTOR_SHIFT, 1, BKC_WB_BATCH);
 		r = bkc_wb_batch(b, x, wb->next_lba, &wb->next_lba);
+		if (r == 0 && x->picked) {
+			/*
+			 * The range went clean meanwhile, or all its data
+			 * moved (GC): the device may hold more after it.
+			 */
+			cond_resched();
+			continue;
+		}
 		if (r == 0) {
 			/* a max_age pass ends at the end of the device */
 			wb->sweeping = false;
 			/* nothing after next_lba: start over from 0 */
-			if (wb->next_lba)
+			if (wb->next_lba) {
 				wb->next_lba = 0;
-			else
-				wait_event_interruptible_timeout(wb->kick,
-					bkc_wb_should_wake(b), HZ / 10);
+				continue;
+			}
+			/*
+			 * Nothing in the index (acked writes whose keys are
+			 * not in yet count as dirty): sleep, even if draining.
+			 */
+			wait_event_interruptible_timeout(wb->kick,
+				kthread_should_stop(), HZ / 20);
 			continue;
 		}
 		if (r < 0) {
@@ -749,7 +817,7 @@ static int bkc_wb_thread(void *arg)
 			u64 ms = div64_u64((u64)r * 1000, max_t(u64, rate, 1));
 
 			bkc_wb_pause(b, msecs_to_jiffies(min_t(u64, ms,
-					BKC_WB_PAUSE_MAX * 1000)));
+					BKC_WB_PAUSE_MAX * 1000)), full);
 		} else {
 			cond_resched();
 		}
