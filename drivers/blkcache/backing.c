@@ -622,7 +622,7 @@ static int bkc_backing_detach_now(struct bkc_backing *b)
 				r);
 	}
 	b->detaching = false;
-	b->wb.drain = false;
+	WRITE_ONCE(b->wb.drain, false);
 	bkc_info(b->dev.bdev, "detached");
 	return bkc_backing_run(b);
 fail:
@@ -654,8 +654,8 @@ void bkc_backing_clean(struct bkc_backing *b)
 
 /*
  * Detach: at once if the cache holds no dirty data of this device,
- * otherwise write it back first (at full speed; dirty_data shows the
- * progress) and detach when it is done.
+ * otherwise write it back first (at full speed, up to writeback_rate_max;
+ * dirty_data shows the progress) and detach when it is done.
  */
 int bkc_backing_detach(struct bkc_backing *b)
 {
@@ -678,7 +678,7 @@ int bkc_backing_detach(struct bkc_backing *b)
 	WRITE_ONCE(b->detaching, true);
 	r = bkc_backing_dirty_sectors(b) ? -EAGAIN : bkc_backing_detach_now(b);
 	if (r == -EAGAIN) {
-		b->wb.drain = true;
+		WRITE_ONCE(b->wb.drain, true);
 		bkc_wb_kick(b);
 		bkc_info(b->dev.bdev,
 			 "detach: writing back %llu dirty sectors first",
@@ -1113,7 +1113,7 @@ void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
 		bkc_req_failover(b, BKC_FO_PASS);
 		bkc_backing_unlink(b);
 		b->detaching = false;
-		b->wb.drain = false;
+		WRITE_ONCE(b->wb.drain, false);
 		bkc_err(b->dev.bdev,
 			"cache set %pUb on %pg failed: %s runs without a cache, no dirty data was lost%s",
 			set->sb.set_uuid, set->dev.bdev, disk,
@@ -1127,7 +1127,7 @@ void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
 	bkc_backing_stop_disk(b);
 	bkc_backing_unlink(b);
 	b->detaching = false;
-	b->wb.drain = false;
+	WRITE_ONCE(b->wb.drain, false);
 	b->set_lost = dirty != 0;
 	if (!dirty) {
 		bkc_err(b->dev.bdev,

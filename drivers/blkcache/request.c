@@ -2139,6 +2139,8 @@ void bkc_bflush_work(struct work_struct *work)
 	llist_for_each_entry(r, list, ll) {
 		if (r->flags & (RQ_FLUSHED | RQ_BACK_ERR))
 			continue;
+		/* a flush for foreground writes: writeback yields to it */
+		bkc_fg_stamp(r->b);
 		err = bkc_backing_flush(r->b);
 		/* one flush covers every write of the device done before it */
 		llist_for_each_entry(q, list, ll) {

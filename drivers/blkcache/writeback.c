@@ -35,9 +35,11 @@
  * Pacing: a PI controller (core/ratectl.c) sets the rate from the dirty
  * amount against writeback_percent of the cache (0 once the device has
  * left writeback mode: its dirty data drains); the device goes at full
- * speed (writeback_rate_max, if set) when it has been idle (no request
- * at all) for BKC_WB_IDLE_FULL, when draining for detach, during a
- * writeback_max_age pass and when the target is 0.  Below the target,
+ * speed (writeback_rate_max, if set, counted in dirty data written back)
+ * when it has been idle (no request at all) for BKC_WB_IDLE_FULL, when
+ * draining for detach, during a writeback_max_age pass, when the set is
+ * BKC_DIRTY_URGENT_PCT full of dirty data and when the target is 0
+ * (unless yielding, below).  Below the target,
  * nothing is written back for writeback_delay seconds after the device
  * became dirty, then batches follow the rate (paced batches: what it
  * allows in BKC_WB_PAUSE_MAX, a stripe at least).  The idle
@@ -445,7 +447,11 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	if (r < 0 || !x->nkeys)
 		goto out;
 	if (pick.cut) {
-		/* the next batch takes the rest, from the first key left out */
+		/*
+		 * The next batch takes the rest, from the first key left out;
+		 * if that would go back (keys rewritten before @from filled
+		 * the batch), the rest of the range waits for the next pass.
+		 */
 		u64 e = bkc_pos_lba(bkc_key_end(&x->keys[x->nkeys - 1]));
 
 		if (e > from)
@@ -701,12 +707,10 @@ static int bkc_wb_thread(void *arg)
 		if (!dirty) {
 			dirty_since = 0;
 			/*
-			 * A detach waits for clean (bkc_backing_clean()), and
-			 * may find dirty data again: the drain goes on until
-			 * the detach ends (backing.c clears it).
+			 * wb->drain stays: a detach waits for clean
+			 * (bkc_backing_clean()) and may find dirty data again;
+			 * backing.c clears it where the detach ends.
 			 */
-			if (!READ_ONCE(b->detaching))
-				WRITE_ONCE(wb->drain, false);
 			WRITE_ONCE(wb->rate, 0);
 			WRITE_ONCE(wb->yielding, false);
 			/* nothing to write back: the controller forgets its history */
