@@ -621,7 +621,7 @@ static int bkc_backing_detach_now(struct bkc_backing *b)
 				"keys of the detached device not dropped yet (%d); done at the next registration",
 				r);
 	}
-	b->detaching = false;
+	WRITE_ONCE(b->detaching, false);
 	WRITE_ONCE(b->wb.drain, false);
 	bkc_info(b->dev.bdev, "detached");
 	return bkc_backing_run(b);
@@ -638,10 +638,24 @@ static void bkc_backing_detach_work(struct work_struct *work)
 	struct bkc_backing *b = container_of(work, struct bkc_backing,
 					     detach_work);
 
+	int r;
+
 	mutex_lock(&bkc_lock);
 	if (!b->dead && b->detaching && b->set &&
-	    !bkc_backing_dirty_sectors(b))
-		bkc_backing_detach_now(b);
+	    !bkc_backing_dirty_sectors(b)) {
+		r = bkc_backing_detach_now(b);
+		/*
+		 * Dirty data came back: the drain goes on.  Any other error
+		 * ends the detach, as when it fails at once.
+		 */
+		if (r && r != -EAGAIN && READ_ONCE(b->detaching)) {
+			bkc_err(b->dev.bdev,
+				"detach failed (%d); the device stays attached",
+				r);
+			WRITE_ONCE(b->detaching, false);
+			WRITE_ONCE(b->wb.drain, false);
+		}
+	}
 	mutex_unlock(&bkc_lock);
 }
 
@@ -1112,7 +1126,7 @@ void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
 		r = bkc_backing_sb_forget(b, BKC_STATE_NONE);
 		bkc_req_failover(b, BKC_FO_PASS);
 		bkc_backing_unlink(b);
-		b->detaching = false;
+		WRITE_ONCE(b->detaching, false);
 		WRITE_ONCE(b->wb.drain, false);
 		bkc_err(b->dev.bdev,
 			"cache set %pUb on %pg failed: %s runs without a cache, no dirty data was lost%s",
@@ -1126,7 +1140,7 @@ void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
 	bkc_req_failover(b, BKC_FO_DEAD);
 	bkc_backing_stop_disk(b);
 	bkc_backing_unlink(b);
-	b->detaching = false;
+	WRITE_ONCE(b->detaching, false);
 	WRITE_ONCE(b->wb.drain, false);
 	b->set_lost = dirty != 0;
 	if (!dirty) {

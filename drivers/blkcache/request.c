@@ -2137,11 +2137,21 @@ void bkc_bflush_work(struct work_struct *work)
 	if (!list)
 		return;
 	llist_for_each_entry(r, list, ll) {
+		u64 gen;
+		bool sent;
+
 		if (r->flags & (RQ_FLUSHED | RQ_BACK_ERR))
 			continue;
-		/* a flush for foreground writes: writeback yields to it */
-		bkc_fg_stamp(r->b);
+		/*
+		 * A flush for foreground writes: writeback yields to it,
+		 * stamped at both ends as other foreground backing I/O.
+		 */
+		sent = bkc_backing_flush_needed(r->b, &gen);
+		if (sent)
+			bkc_fg_stamp(r->b);
 		err = bkc_backing_flush(r->b);
+		if (sent)
+			bkc_fg_stamp(r->b);
 		/* one flush covers every write of the device done before it */
 		llist_for_each_entry(q, list, ll) {
 			if (q->b != r->b)
