@@ -638,24 +638,15 @@ static void bkc_backing_detach_work(struct work_struct *work)
 	struct bkc_backing *b = container_of(work, struct bkc_backing,
 					     detach_work);
 
-	int r;
-
 	mutex_lock(&bkc_lock);
+	/*
+	 * On failure the detach stays pending and writeback calls this
+	 * again: once the cache's slot is cleaning, new data must not be
+	 * dirty (the slot's keys are dropped at the next registration).
+	 */
 	if (!b->dead && b->detaching && b->set &&
-	    !bkc_backing_dirty_sectors(b)) {
-		r = bkc_backing_detach_now(b);
-		/*
-		 * Dirty data came back: the drain goes on.  Any other error
-		 * ends the detach, as when it fails at once.
-		 */
-		if (r && r != -EAGAIN && READ_ONCE(b->detaching)) {
-			bkc_err(b->dev.bdev,
-				"detach failed (%d); the device stays attached",
-				r);
-			WRITE_ONCE(b->detaching, false);
-			WRITE_ONCE(b->wb.drain, false);
-		}
-	}
+	    !bkc_backing_dirty_sectors(b))
+		bkc_backing_detach_now(b);
 	mutex_unlock(&bkc_lock);
 }
 

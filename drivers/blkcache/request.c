@@ -2138,20 +2138,22 @@ void bkc_bflush_work(struct work_struct *work)
 		return;
 	llist_for_each_entry(r, list, ll) {
 		u64 gen;
-		bool sent;
 
 		if (r->flags & (RQ_FLUSHED | RQ_BACK_ERR))
 			continue;
 		/*
-		 * A flush for foreground writes: writeback yields to it,
-		 * stamped at both ends as other foreground backing I/O.
+		 * A flush for foreground writes, when one is needed:
+		 * writeback yields to it, stamped at both ends as other
+		 * foreground backing I/O.
 		 */
-		sent = bkc_backing_flush_needed(r->b, &gen);
-		if (sent)
+		err = 0;
+		if (bkc_backing_flush_needed(r->b, &gen)) {
 			bkc_fg_stamp(r->b);
-		err = bkc_backing_flush(r->b);
-		if (sent)
+			err = blkdev_issue_flush(r->b->dev.bdev);
 			bkc_fg_stamp(r->b);
+			if (!err)
+				bkc_backing_flushed(r->b, gen);
+		}
 		/* one flush covers every write of the device done before it */
 		llist_for_each_entry(q, list, ll) {
 			if (q->b != r->b)
