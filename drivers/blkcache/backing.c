@@ -582,6 +582,17 @@ int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set)
 }
 
 /*
+ * The detach is over (done, or the set is gone): writes may be dirty
+ * again, and writeback stops draining.
+ */
+static void bkc_backing_detach_end(struct bkc_backing *b)
+{
+	WRITE_ONCE(b->detaching, false);
+	WRITE_ONCE(b->detach_failed, false);
+	WRITE_ONCE(b->wb.drain, false);
+}
+
+/*
  * Forget the cache set, on disk and in memory, and drop the set's keys of
  * this device.  Order matters for crashes: the slot is marked cleaning
  * before the backing superblock forgets the set, and released only once
@@ -621,40 +632,47 @@ static int bkc_backing_detach_now(struct bkc_backing *b)
 				"keys of the detached device not dropped yet (%d); done at the next registration",
 				r);
 	}
-	WRITE_ONCE(b->detaching, false);
-	WRITE_ONCE(b->wb.drain, false);
+	bkc_backing_detach_end(b);
 	bkc_info(b->dev.bdev, "detached");
 	return bkc_backing_run(b);
 fail:
 	if (set) {
 		bkc_backing_resume(b);
-		bkc_wb_start(b);
+		if (bkc_wb_start(b))
+			bkc_err(b->dev.bdev,
+				"writeback not restarted: the detach and the dirty data wait for the next registration");
 	}
 	return r;
 }
 
 static void bkc_backing_detach_work(struct work_struct *work)
 {
-	struct bkc_backing *b = container_of(work, struct bkc_backing,
-					     detach_work);
+	struct bkc_backing *b = container_of(to_delayed_work(work),
+					     struct bkc_backing, detach_work);
+	int r;
 
 	mutex_lock(&bkc_lock);
 	/*
 	 * On failure the detach stays pending and writeback calls this
-	 * again: once the cache's slot is cleaning, new data must not be
-	 * dirty (the slot's keys are dropped at the next registration).
+	 * again, a second later: once the cache's slot is cleaning, new data
+	 * must not be dirty (the slot's keys are dropped at the next
+	 * registration).
 	 */
 	if (!b->dead && b->detaching && b->set &&
-	    !bkc_backing_dirty_sectors(b))
-		bkc_backing_detach_now(b);
+	    !bkc_backing_dirty_sectors(b)) {
+		r = bkc_backing_detach_now(b);
+		WRITE_ONCE(b->detach_failed, r && r != -EAGAIN);
+	}
 	mutex_unlock(&bkc_lock);
 }
 
 /* Writeback found no dirty data left: finish a pending detach. */
 void bkc_backing_clean(struct bkc_backing *b)
 {
+	/* a racy read: it only delays the next attempt, or not */
 	if (READ_ONCE(b->detaching))
-		schedule_work(&b->detach_work);
+		schedule_delayed_work(&b->detach_work,
+				      READ_ONCE(b->detach_failed) ? HZ : 0);
 }
 
 /*
@@ -682,19 +700,26 @@ int bkc_backing_detach(struct bkc_backing *b)
 	}
 	WRITE_ONCE(b->detaching, true);
 	r = bkc_backing_dirty_sectors(b) ? -EAGAIN : bkc_backing_detach_now(b);
-	if (r == -EAGAIN) {
-		WRITE_ONCE(b->wb.drain, true);
-		bkc_wb_kick(b);
+	/* done, or it failed after the device left the set */
+	if (!r || !b->set)
+		return r;
+	/*
+	 * Dirty data to write back first, or a step failed: the detach
+	 * stays pending and writeback calls bkc_backing_detach_work() when
+	 * the device is clean.  A failed step cannot simply end the detach:
+	 * once the cache's slot is cleaning, new data must not be dirty.
+	 */
+	WRITE_ONCE(b->detach_failed, r != -EAGAIN);
+	WRITE_ONCE(b->wb.drain, true);
+	bkc_wb_kick(b);
+	if (r == -EAGAIN)
 		bkc_info(b->dev.bdev,
 			 "detach: writing back %llu dirty sectors first",
 			 bkc_backing_dirty_sectors(b));
-		return 0;
-	}
-	if (r) {
-		WRITE_ONCE(b->detaching, false);
-		WRITE_ONCE(b->wb.drain, false);
-	}
-	return r;
+	else
+		bkc_err(b->dev.bdev,
+			"detach failed (%d): tried again every second", r);
+	return 0;
 }
 
 int bkc_backing_set_mode(struct bkc_backing *b, u32 mode)
@@ -754,15 +779,22 @@ void bkc_backing_flushed(struct bkc_backing *b, u64 gen)
 		;
 }
 
-/* Flush @b, in process context, if a completed write needs it. */
-int bkc_backing_flush(struct bkc_backing *b)
+/*
+ * Flush @b, in process context, if a completed write needs it.  @fg: for
+ * foreground writes, so writeback yields to it as to their data.
+ */
+int bkc_backing_flush(struct bkc_backing *b, bool fg)
 {
 	u64 gen;
 	int r;
 
 	if (!bkc_backing_flush_needed(b, &gen))
 		return 0;
+	if (fg)
+		bkc_fg_stamp(&b->wb);
 	r = blkdev_issue_flush(b->dev.bdev);
+	if (fg)
+		bkc_fg_stamp(&b->wb);
 	if (!r)
 		bkc_backing_flushed(b, gen);
 	return r;
@@ -876,7 +908,7 @@ int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb)
 	b->sequential_cutoff = BKC_SEQUENTIAL_CUTOFF;
 	mutex_init(&b->sb_io);
 	INIT_WORK(&b->state_work, bkc_backing_state_work);
-	INIT_WORK(&b->detach_work, bkc_backing_detach_work);
+	INIT_DELAYED_WORK(&b->detach_work, bkc_backing_detach_work);
 	init_waitqueue_head(&b->quiesce_wait);
 	spin_lock_init(&b->fo_lock);
 	INIT_LIST_HEAD(&b->fo_parked);
@@ -1117,8 +1149,7 @@ void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
 		r = bkc_backing_sb_forget(b, BKC_STATE_NONE);
 		bkc_req_failover(b, BKC_FO_PASS);
 		bkc_backing_unlink(b);
-		WRITE_ONCE(b->detaching, false);
-		WRITE_ONCE(b->wb.drain, false);
+		bkc_backing_detach_end(b);
 		bkc_err(b->dev.bdev,
 			"cache set %pUb on %pg failed: %s runs without a cache, no dirty data was lost%s",
 			set->sb.set_uuid, set->dev.bdev, disk,
@@ -1131,8 +1162,7 @@ void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
 	bkc_req_failover(b, BKC_FO_DEAD);
 	bkc_backing_stop_disk(b);
 	bkc_backing_unlink(b);
-	WRITE_ONCE(b->detaching, false);
-	WRITE_ONCE(b->wb.drain, false);
+	bkc_backing_detach_end(b);
 	b->set_lost = dirty != 0;
 	if (!dirty) {
 		bkc_err(b->dev.bdev,

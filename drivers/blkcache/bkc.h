@@ -265,8 +265,9 @@ struct bkc_backing {
 	struct bkc_statset	st;		/* cache/stats_* */
 	struct mutex		sb_io;		/* every backing sb write */
 	struct work_struct	state_work;	/* sb state -> dirty */
-	struct work_struct	detach_work;	/* detach once written back */
+	struct delayed_work	detach_work;	/* detach once written back */
 	bool			detaching;
+	bool			detach_failed;	/* its last step: retry in 1 s */
 
 	/* writeback (writeback.c) and its exclusion with foreground writes */
 	struct bkc_wb		wb;
@@ -381,9 +382,14 @@ int bkc_meta_io(struct bkc_set *set, blk_opf_t opf, u64 sector, void *buf,
 int bkc_cache_sb_write(struct bkc_set *set);
 void bkc_journal_fail(struct bkc_set *set);
 int bkc_invalidate_dev(struct bkc_set *set, u32 dev_id);
+u64 bkc_set_data_written(struct bkc_set *set);
 
 /* backing.c */
 int bkc_backing_register(struct bkc_bdev *dev, struct bkc_sb_info *sb);
+void bkc_backing_wrote(struct bkc_backing *b);
+bool bkc_backing_flush_needed(struct bkc_backing *b, u64 *gen);
+void bkc_backing_flushed(struct bkc_backing *b, u64 gen);
+int bkc_backing_flush(struct bkc_backing *b, bool fg);
 int bkc_backing_run(struct bkc_backing *b);
 void bkc_backing_teardown(struct bkc_backing *b);
 int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set);
@@ -419,11 +425,6 @@ unsigned int bkc_bio_front_pad(void);
 void bkc_insert_work(struct work_struct *work);
 void bkc_promo_kick(struct work_struct *work);
 void bkc_bflush_work(struct work_struct *work);
-u64 bkc_set_data_written(struct bkc_set *set);
-void bkc_backing_wrote(struct bkc_backing *b);
-bool bkc_backing_flush_needed(struct bkc_backing *b, u64 *gen);
-void bkc_backing_flushed(struct bkc_backing *b, u64 gen);
-int bkc_backing_flush(struct bkc_backing *b);
 void bkc_req_failover(struct bkc_backing *b, u8 state);
 u32 bkc_req_acked_ranges(struct bkc_backing *b, struct bkc_lost *out,
 			 u32 cap);

@@ -45,7 +45,7 @@ void bkc_reap(void)
 
 		if (b) {
 			/* they check ->dead under bkc_lock, then do nothing */
-			cancel_work_sync(&b->detach_work);
+			cancel_delayed_work_sync(&b->detach_work);
 			cancel_work_sync(&b->state_work);
 			bkc_statset_del(&b->st);
 			if (b->kobj_added)

@@ -293,23 +293,6 @@ static void bkc_req_error(struct bkc_req *r, blk_status_t st)
  * BKC_WB_IDLE), so a racing store of the jiffy before changes nothing
  * they decide.
  */
-static void bkc_stamp(unsigned long *stamp)
-{
-	unsigned long now = jiffies;
-
-	if (READ_ONCE(*stamp) != now)
-		WRITE_ONCE(*stamp, now);
-}
-
-/*
- * Foreground I/O on the backing device, sent or completed now: writeback
- * yields to it for a while (writeback.c).  Stamped at both ends, so that
- * a request queued behind a writeback batch still counts.
- */
-static void bkc_fg_stamp(struct bkc_backing *b)
-{
-	bkc_stamp(&b->wb.fg_last);
-}
 
 /*
  * The I/O of segment @segno of @r (or BKC_SEG_WHOLE, BKC_SEG_FLUSH,
@@ -339,7 +322,7 @@ static void bkc_io_done(struct bkc_req *r, u32 segno, blk_status_t st,
 	}
 	if (segno == BKC_SEG_WHOLE || segno == BKC_SEG_FLUSH) {
 		/* the backing device: the data, a flush or a remap */
-		bkc_fg_stamp(r->b);
+		bkc_fg_stamp(&r->b->wb);
 		if (st) {
 			r->flags |= RQ_BACK_ERR;
 			bkc_req_error(r, st);
@@ -372,7 +355,7 @@ static void bkc_io_done(struct bkc_req *r, u32 segno, blk_status_t st,
 			break;
 		case BKC_SEG_MISS:
 			/* only a miss went to the backing device */
-			bkc_fg_stamp(r->b);
+			bkc_fg_stamp(&r->b->wb);
 			if (st)
 				bkc_req_error(r, st);
 			else if (seg->promo)
@@ -453,7 +436,7 @@ static void bkc_to_backing(struct bkc_req *r, u32 segno, u64 lba, u32 len)
 {
 	struct bkc_backing *b = r->b;
 
-	bkc_fg_stamp(b);
+	bkc_fg_stamp(&b->wb);
 	bkc_submit_clone(r, bkc_clone(r, b->dev.bdev, &b->bs, segno, lba, len,
 				      lba + b->data_start));
 }
@@ -1248,7 +1231,7 @@ static bool bkc_promo_read(struct bkc_req *r, u32 segno)
 	if (!p)
 		return false;
 	seg->promo = p;
-	bkc_fg_stamp(b);
+	bkc_fg_stamp(&b->wb);
 	bio = bio_alloc_bioset(b->dev.bdev, p->nr_pages,
 			       REQ_OP_READ | (r->bio->bi_opf & REQ_SYNC),
 			       GFP_NOIO, &b->bs);
@@ -2137,23 +2120,10 @@ void bkc_bflush_work(struct work_struct *work)
 	if (!list)
 		return;
 	llist_for_each_entry(r, list, ll) {
-		u64 gen;
-
 		if (r->flags & (RQ_FLUSHED | RQ_BACK_ERR))
 			continue;
-		/*
-		 * A flush for foreground writes, when one is needed:
-		 * writeback yields to it, stamped at both ends as other
-		 * foreground backing I/O.
-		 */
-		err = 0;
-		if (bkc_backing_flush_needed(r->b, &gen)) {
-			bkc_fg_stamp(r->b);
-			err = blkdev_issue_flush(r->b->dev.bdev);
-			bkc_fg_stamp(r->b);
-			if (!err)
-				bkc_backing_flushed(r->b, gen);
-		}
+		/* for foreground writes: writeback yields to it */
+		err = bkc_backing_flush(r->b, true);
 		/* one flush covers every write of the device done before it */
 		llist_for_each_entry(q, list, ll) {
 			if (q->b != r->b)

@@ -170,6 +170,23 @@ struct bkc_wb_pick {
 	bool			cut;	/* stopped before the range's end */
 };
 
+/* Add to @p's count what key @k makes the batch write. */
+static void bkc_wb_count(struct bkc_wb_pick *p, const struct bkc_key *k)
+{
+	u64 ks = bkc_pos_lba(k->pos), ss;
+
+	if (!p->stripe) {
+		p->bytes += (u64)k->len << SECTOR_SHIFT;
+		return;
+	}
+	/* filling: the batch writes the stripes its keys touch */
+	ss = max(ks - ks % p->stripe, p->filled);
+	p->filled = max(p->filled, roundup(bkc_pos_lba(bkc_key_end(k)),
+					   p->stripe));
+	if (p->filled > ss)
+		p->bytes += (p->filled - ss) << SECTOR_SHIFT;
+}
+
 /*
  * Take the range's dirty keys, up to BKC_WB_KEYS and, at a stripe's
  * start (a key's when not filling), up to @x->limit: writes that came in
@@ -179,31 +196,17 @@ static int bkc_wb_collect(void *arg, const struct bkc_key *k)
 {
 	struct bkc_wb_pick *p = arg;
 	struct bkc_wb_ctx *x = p->x;
-	u64 ks = bkc_pos_lba(k->pos), e = bkc_pos_lba(bkc_key_end(k)), ss;
+	u64 ks = bkc_pos_lba(k->pos);
 
 	if (!bkc_key_dirty(k))
 		return 0;
-	if (x->nkeys == BKC_WB_KEYS) {
+	if (x->nkeys == BKC_WB_KEYS ||
+	    (p->bytes >= x->limit &&
+	     (!p->stripe || ks - ks % p->stripe >= p->filled))) {
 		p->cut = true;
 		return 1;
 	}
-	if (!p->stripe) {
-		if (p->bytes >= x->limit) {
-			p->cut = true;
-			return 1;
-		}
-		p->bytes += (u64)k->len << SECTOR_SHIFT;
-	} else {
-		ss = ks - ks % p->stripe;
-		if (ss >= p->filled && p->bytes >= x->limit) {
-			p->cut = true;
-			return 1;
-		}
-		ss = max(ss, p->filled);
-		p->filled = max(p->filled, roundup(e, p->stripe));
-		if (p->filled > ss)
-			p->bytes += (p->filled - ss) << SECTOR_SHIFT;
-	}
+	bkc_wb_count(p, k);
 	x->keys[x->nkeys++] = *k;
 	return 0;
 }
@@ -215,9 +218,10 @@ static int bkc_wb_collect(void *arg, const struct bkc_key *k)
 static bool bkc_wb_pick_range(struct bkc_backing *b, struct bkc_wb_ctx *x,
 			      u64 from, u64 fill, u64 *start, u64 *end)
 {
+	struct bkc_wb_pick p = { .x = x, .stripe = fill };
 	struct bkc_set *set = b->set;
 	u64 stripe = bdev_io_opt(b->dev.bdev) >> SECTOR_SHIFT;
-	u64 bytes = 0, e, filled = 0;
+	u64 e;
 	int n, i;
 
 	down_read(&set->lock);
@@ -228,19 +232,9 @@ static bool bkc_wb_pick_range(struct bkc_backing *b, struct bkc_wb_ctx *x,
 		return false;
 	*start = bkc_pos_lba(x->keys[0].pos);
 	e = *start;
-	for (i = 0; i < n && bytes < x->limit; i++) {
-		u64 ks = bkc_pos_lba(x->keys[i].pos), fs;
-
+	for (i = 0; i < n && p.bytes < x->limit; i++) {
 		e = bkc_pos_lba(bkc_key_end(&x->keys[i]));
-		if (!fill) {
-			bytes += (u64)x->keys[i].len << SECTOR_SHIFT;
-			continue;
-		}
-		/* filling: the batch writes the stripes its keys touch */
-		fs = max(ks - ks % stripe, filled);
-		filled = roundup(e, stripe);
-		if (filled > fs)
-			bytes += (filled - fs) << SECTOR_SHIFT;
+		bkc_wb_count(&p, &x->keys[i]);
 	}
 	if (stripe > 1) {
 		*start -= *start % stripe;
@@ -541,7 +535,7 @@ static long bkc_wb_batch(struct bkc_backing *b, struct bkc_wb_ctx *x,
 	if (done)
 		bkc_backing_wrote(b);
 	if (!r)
-		r = bkc_backing_flush(b);
+		r = bkc_backing_flush(b, false);
 	if (r) {
 		/* nothing is marked clean: the cache keeps the dirty data */
 		bkc_err_ratelimited(b->dev.bdev,

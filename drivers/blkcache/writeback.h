@@ -67,6 +67,25 @@ void bkc_fg_end(struct bkc_backing *b, struct bkc_fg_range *r);
 void bkc_wb_batch_begin(struct bkc_backing *b, u64 start, u64 end);
 void bkc_wb_batch_end(struct bkc_backing *b);
 
+/* Set *@stamp to now; skips the store (and the cache line) when it is. */
+static inline void bkc_stamp(unsigned long *stamp)
+{
+	unsigned long now = jiffies;
+
+	if (READ_ONCE(*stamp) != now)
+		WRITE_ONCE(*stamp, now);
+}
+
+/*
+ * Foreground I/O on the backing device, sent or completed now: writeback
+ * yields to it for a while (writeback.c).  Stamped at both ends, so that
+ * a request queued behind a writeback batch still counts.
+ */
+static inline void bkc_fg_stamp(struct bkc_wb *wb)
+{
+	bkc_stamp(&wb->fg_last);
+}
+
 void bkc_wb_init(struct bkc_backing *b);
 int bkc_wb_start(struct bkc_backing *b);
 void bkc_wb_stop(struct bkc_backing *b);

@@ -6,7 +6,8 @@
 # Issue 2, test b: attach by hand.  Format the backing and the cache
 # devices separately, register both, echo the set uuid into attach.  The
 # state changes, the superblock records it, and the attachment survives
-# re-registration in either order.  Detach survives it too.
+# re-registration in either order.  Detach survives it too, and a detach
+# whose superblock write fails stays pending until it succeeds.
 . "$BKC_REPO/tests/vm/lib.sh"
 
 bkc_load
@@ -94,6 +95,62 @@ wait_for /dev/cache0
 [ "$(cat $attr/label)" = my-label ] || fail "label not kept"
 [ "$(cat $attr/cache_mode)" = "writethrough [writeback] writearound none" ] ||
 	fail "cache mode not kept: $(cat $attr/cache_mode)"
+echo 1 >$attr/stop
+wait_gone /dev/cache0
+
+# A detach whose backing superblock write fails stays pending: once the
+# cache's slot is cleaning, writes (in writeback mode) must not go dirty,
+# and the detach completes when the superblock can be written again.
+# The backing device is md0 under dm-linear; sectors 8-15 (its
+# superblock) are swapped to dm-error for the detach.
+need_module dm_mod
+size=$(blockdev --getsz /dev/md0)
+dmsetup create bkcbk --table "0 $size linear /dev/md0 0"
+bk_table() {
+	dmsetup suspend bkcbk
+	dmsetup load bkcbk
+	dmsetup resume bkcbk
+}
+echo /dev/mapper/bkcbk >/sys/fs/blkcache/register
+wait_for /dev/cache0
+echo "$BKC_SSD" >/sys/fs/blkcache/register
+wait_for "/sys/fs/blkcache/$set_uuid"
+echo "$set_uuid" >$attr/attach
+[ "$(cat $attr/state)" = clean ] || fail "state after attach '$(cat $attr/state)'"
+printf '0 8 linear /dev/md0 0\n8 8 error\n16 %s linear /dev/md0 16\n' \
+	$((size - 16)) | bk_table
+detached=yes
+echo 1 >$attr/detach || detached=no
+# retried every second, not in a loop
+sleep 3
+n=$(dmesg | grep -c "dm-0: superblock write failed" || true)
+[ "$n" -le 6 ] || fail "the failed detach was retried $n times in 3 s"
+echo "0 $size linear /dev/md0 0" | bk_table
+head -c 256K /dev/urandom >/tmp/data2
+dd if=/tmp/data2 of=/dev/cache0 bs=4k seek=4096 oflag=direct conv=notrunc \
+	status=none
+[ "$(cat $attr/dirty_data)" = 0 ] ||
+	fail "writes went dirty after a failed detach: $(cat $attr/dirty_data)"
+[ "$detached" = yes ] || fail "a detach that will be retried failed the write"
+dmesg_has "detach failed (-5): tried again every second" ||
+	fail "no log line for the failed detach"
+for ((i = 0; i < 50; i++)); do
+	[ "$(cat $attr/state)" = "no cache" ] && break
+	sleep 0.1
+done
+[ "$(cat $attr/state)" = "no cache" ] ||
+	fail "the failed detach was not retried: state '$(cat $attr/state)'"
+"$make_cache" --show /dev/mapper/bkcbk | grep "^state: *no cache" >/dev/null ||
+	fail "the retried detach not recorded in the backing superblock"
+echo 1 >$attr/stop
+wait_gone /dev/cache0
+dmsetup remove bkcbk
+echo /dev/md0 >/sys/fs/blkcache/register
+wait_for /dev/cache0
+[ "$(head -c 8M /dev/cache0 | sha256sum)" = "$sum" ] ||
+	fail "data differs after the retried detach"
+[ "$(dd if=/dev/cache0 bs=4k skip=4096 count=64 status=none | sha256sum)" = \
+	"$(sha256sum </tmp/data2)" ] || fail "data written during the detach lost"
 echo 1 >$attr/stop
 wait_gone /dev/cache0
 bkc_unload
