@@ -588,8 +588,27 @@ int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set)
 static void bkc_backing_detach_end(struct bkc_backing *b)
 {
 	WRITE_ONCE(b->detaching, false);
-	WRITE_ONCE(b->detach_failed, false);
+	WRITE_ONCE(b->detach_delay, 0);
 	WRITE_ONCE(b->wb.drain, false);
+}
+
+/*
+ * A step of the detach failed with @err while the device is still in its
+ * set: the detach stays pending, and bkc_backing_detach_work() tries again
+ * after 1 s, then at doubling intervals up to BKC_DETACH_RETRY_MAX.  It
+ * cannot simply end: once the cache's slot is cleaning, new data must not
+ * be dirty (the slot's keys are dropped at the next registration).
+ */
+static void bkc_backing_detach_retry(struct bkc_backing *b, int err)
+{
+	unsigned long d = b->detach_delay;
+
+	d = d ? min_t(unsigned long, d * 2, BKC_DETACH_RETRY_MAX) : HZ;
+	WRITE_ONCE(b->detach_delay, d);
+	/* overrides an immediate attempt bkc_backing_clean() may have queued */
+	mod_delayed_work(system_long_wq, &b->detach_work, d);
+	bkc_err(b->dev.bdev, "detach failed (%d): retrying in %lu s", err,
+		d / HZ);
 }
 
 /*
@@ -597,7 +616,8 @@ static void bkc_backing_detach_end(struct bkc_backing *b)
  * this device.  Order matters for crashes: the slot is marked cleaning
  * before the backing superblock forgets the set, and released only once
  * the invalidations are durable.  Returns -EAGAIN if dirty data appeared
- * (the caller keeps draining).
+ * (the caller keeps draining).  On another failure, a detach from a set
+ * stays pending (bkc_backing_detach_retry()).
  */
 static int bkc_backing_detach_now(struct bkc_backing *b)
 {
@@ -610,6 +630,8 @@ static int bkc_backing_detach_now(struct bkc_backing *b)
 		bkc_backing_quiesce(b);
 		if (bkc_backing_dirty_sectors(b) ||
 		    atomic_read(&b->wb.wb_writes)) {
+			/* writeback drains it, then bkc_backing_clean() */
+			WRITE_ONCE(b->detach_delay, 0);
 			bkc_backing_resume(b);
 			bkc_wb_start(b);
 			return -EAGAIN;
@@ -637,10 +659,11 @@ static int bkc_backing_detach_now(struct bkc_backing *b)
 	return bkc_backing_run(b);
 fail:
 	if (set) {
+		bkc_backing_detach_retry(b, r);
 		bkc_backing_resume(b);
 		if (bkc_wb_start(b))
 			bkc_err(b->dev.bdev,
-				"writeback not restarted: the detach and the dirty data wait for the next registration");
+				"writeback not restarted: dirty data waits for the next registration");
 	}
 	return r;
 }
@@ -649,36 +672,34 @@ static void bkc_backing_detach_work(struct work_struct *work)
 {
 	struct bkc_backing *b = container_of(to_delayed_work(work),
 					     struct bkc_backing, detach_work);
-	int r;
 
 	mutex_lock(&bkc_lock);
-	/*
-	 * On failure the detach stays pending and writeback calls this
-	 * again, a second later: once the cache's slot is cleaning, new data
-	 * must not be dirty (the slot's keys are dropped at the next
-	 * registration).
-	 */
+	/* a failed set ends the detach through its failover */
+	if (!b->dead && b->set && bkc_set_failed(b->set))
+		bkc_set_failover(b->set);
 	if (!b->dead && b->detaching && b->set &&
-	    !bkc_backing_dirty_sectors(b)) {
-		r = bkc_backing_detach_now(b);
-		WRITE_ONCE(b->detach_failed, r && r != -EAGAIN);
-	}
+	    !bkc_backing_dirty_sectors(b))
+		bkc_backing_detach_now(b);
 	mutex_unlock(&bkc_lock);
 }
 
 /* Writeback found no dirty data left: finish a pending detach. */
 void bkc_backing_clean(struct bkc_backing *b)
 {
-	/* a racy read: it only delays the next attempt, or not */
-	if (READ_ONCE(b->detaching))
-		schedule_delayed_work(&b->detach_work,
-				      READ_ONCE(b->detach_failed) ? HZ : 0);
+	/*
+	 * Racy reads (both written under bkc_lock): a detach that just
+	 * ended makes the work do nothing, and one that just failed has
+	 * its retry's delay restored by bkc_backing_detach_retry().
+	 */
+	if (READ_ONCE(b->detaching) && !READ_ONCE(b->detach_delay))
+		queue_delayed_work(system_long_wq, &b->detach_work, 0);
 }
 
 /*
  * Detach: at once if the cache holds no dirty data of this device,
  * otherwise write it back first (at full speed, up to writeback_rate_max;
- * dirty_data shows the progress) and detach when it is done.
+ * dirty_data shows the progress) and detach when it is done.  A detach
+ * whose last step fails returns the error and stays pending.
  */
 int bkc_backing_detach(struct bkc_backing *b)
 {
@@ -700,25 +721,12 @@ int bkc_backing_detach(struct bkc_backing *b)
 	}
 	WRITE_ONCE(b->detaching, true);
 	r = bkc_backing_dirty_sectors(b) ? -EAGAIN : bkc_backing_detach_now(b);
-	/* done, or it failed after the device left the set */
-	if (!r || !b->set)
+	if (r != -EAGAIN)
 		return r;
-	/*
-	 * Dirty data to write back first, or a step failed: the detach
-	 * stays pending and writeback calls bkc_backing_detach_work() when
-	 * the device is clean.  A failed step cannot simply end the detach:
-	 * once the cache's slot is cleaning, new data must not be dirty.
-	 */
-	WRITE_ONCE(b->detach_failed, r != -EAGAIN);
 	WRITE_ONCE(b->wb.drain, true);
 	bkc_wb_kick(b);
-	if (r == -EAGAIN)
-		bkc_info(b->dev.bdev,
-			 "detach: writing back %llu dirty sectors first",
-			 bkc_backing_dirty_sectors(b));
-	else
-		bkc_err(b->dev.bdev,
-			"detach failed (%d): tried again every second", r);
+	bkc_info(b->dev.bdev, "detach: writing back %llu dirty sectors first",
+		 bkc_backing_dirty_sectors(b));
 	return 0;
 }
 

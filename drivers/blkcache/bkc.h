@@ -65,6 +65,7 @@
  */
 #define BKC_DIRTY_URGENT_PCT	90
 #define BKC_DIRTY_BYPASS_PCT	95
+#define BKC_DETACH_RETRY_MAX	(60 * HZ)	/* a failed detach's retry */
 #define BKC_BYPASSED_NR		8	/* bypassed write streams remembered */
 #define BKC_RA_INFLIGHT		16	/* read-around windows in flight */
 
@@ -266,8 +267,9 @@ struct bkc_backing {
 	struct mutex		sb_io;		/* every backing sb write */
 	struct work_struct	state_work;	/* sb state -> dirty */
 	struct delayed_work	detach_work;	/* detach once written back */
+	/* both written under bkc_lock, read without it by writeback */
 	bool			detaching;
-	bool			detach_failed;	/* its last step: retry in 1 s */
+	unsigned long		detach_delay;	/* it failed: jiffies to retry */
 
 	/* writeback (writeback.c) and its exclusion with foreground writes */
 	struct bkc_wb		wb;

@@ -287,14 +287,6 @@ static void bkc_req_error(struct bkc_req *r, blk_status_t st)
 }
 
 /*
- * Store jiffies into a stamp that every request updates, only when it
- * changes: not to dirty a line both CPUs write on every I/O.  Its readers
- * (writeback.c) compare it with timeouts of many jiffies (BKC_WB_YIELD,
- * BKC_WB_IDLE), so a racing store of the jiffy before changes nothing
- * they decide.
- */
-
-/*
  * The I/O of segment @segno of @r (or BKC_SEG_WHOLE, BKC_SEG_FLUSH,
  * BKC_SEG_CFLUSH) completed with @st; @flush_gen is what a flush covers.
  * Interrupt context.

@@ -6,6 +6,7 @@
 #ifndef _BKC_WRITEBACK_H
 #define _BKC_WRITEBACK_H
 
+#include <linux/jiffies.h>
 #include <linux/list.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
@@ -67,7 +68,13 @@ void bkc_fg_end(struct bkc_backing *b, struct bkc_fg_range *r);
 void bkc_wb_batch_begin(struct bkc_backing *b, u64 start, u64 end);
 void bkc_wb_batch_end(struct bkc_backing *b);
 
-/* Set *@stamp to now; skips the store (and the cache line) when it is. */
+/*
+ * Store jiffies into a stamp that every request updates, only when it
+ * changes: not to dirty a line both CPUs write on every I/O.  Its readers
+ * (writeback.c) compare it with timeouts of many jiffies (BKC_WB_YIELD,
+ * BKC_WB_IDLE), so a racing store of the jiffy before changes nothing
+ * they decide.
+ */
 static inline void bkc_stamp(unsigned long *stamp)
 {
 	unsigned long now = jiffies;
