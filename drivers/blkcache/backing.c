@@ -632,11 +632,24 @@ static int bkc_backing_detach_now(struct bkc_backing *b)
 		    atomic_read(&b->wb.wb_writes)) {
 			/* writeback drains it, then bkc_backing_clean() */
 			WRITE_ONCE(b->detach_delay, 0);
+			cancel_delayed_work(&b->detach_work);
 			bkc_backing_resume(b);
-			bkc_wb_start(b);
+			r = bkc_wb_start(b);
+			if (r)
+				/* nothing would drain it: the retry tries again */
+				bkc_backing_detach_retry(b, r);
 			return -EAGAIN;
 		}
-		r = bkc_set_slot_clean(set, id);
+		/*
+		 * Never a cleaning slot under a superblock that says dirty
+		 * (writeback's clean write may have failed): after a crash,
+		 * that would read as dirty data lost with the slot.
+		 */
+		mutex_lock(&b->sb_io);
+		r = bkc_backing_set_state(b, BKC_STATE_CLEAN);
+		mutex_unlock(&b->sb_io);
+		if (!r)
+			r = bkc_set_slot_clean(set, id);
 		if (r)
 			goto fail;
 	}
@@ -661,9 +674,8 @@ fail:
 	if (set) {
 		bkc_backing_detach_retry(b, r);
 		bkc_backing_resume(b);
-		if (bkc_wb_start(b))
-			bkc_err(b->dev.bdev,
-				"writeback not restarted: dirty data waits for the next registration");
+		/* if this fails, the retry starts writeback again */
+		bkc_wb_start(b);
 	}
 	return r;
 }
@@ -677,8 +689,8 @@ static void bkc_backing_detach_work(struct work_struct *work)
 	/* a failed set ends the detach through its failover */
 	if (!b->dead && b->set && bkc_set_failed(b->set))
 		bkc_set_failover(b->set);
-	if (!b->dead && b->detaching && b->set &&
-	    !bkc_backing_dirty_sectors(b))
+	/* dirty data (a retry after writeback failed to start): -EAGAIN */
+	if (!b->dead && b->detaching && b->set)
 		bkc_backing_detach_now(b);
 	mutex_unlock(&bkc_lock);
 }
@@ -689,7 +701,7 @@ void bkc_backing_clean(struct bkc_backing *b)
 	/*
 	 * Racy reads (both written under bkc_lock): a detach that just
 	 * ended makes the work do nothing, and one that just failed has
-	 * its retry's delay restored by bkc_backing_detach_retry().
+	 * this attempt overridden by bkc_backing_detach_retry().
 	 */
 	if (READ_ONCE(b->detaching) && !READ_ONCE(b->detach_delay))
 		queue_delayed_work(system_long_wq, &b->detach_work, 0);
@@ -699,7 +711,7 @@ void bkc_backing_clean(struct bkc_backing *b)
  * Detach: at once if the cache holds no dirty data of this device,
  * otherwise write it back first (at full speed, up to writeback_rate_max;
  * dirty_data shows the progress) and detach when it is done.  A detach
- * whose last step fails returns the error and stays pending.
+ * whose last step fails here returns the error and stays pending.
  */
 int bkc_backing_detach(struct bkc_backing *b)
 {

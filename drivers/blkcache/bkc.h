@@ -266,10 +266,11 @@ struct bkc_backing {
 	struct bkc_statset	st;		/* cache/stats_* */
 	struct mutex		sb_io;		/* every backing sb write */
 	struct work_struct	state_work;	/* sb state -> dirty */
-	struct delayed_work	detach_work;	/* detach once written back */
+	/* detach once written back, or retry a failed detach */
+	struct delayed_work	detach_work;
 	/* both written under bkc_lock, read without it by writeback */
 	bool			detaching;
-	unsigned long		detach_delay;	/* it failed: jiffies to retry */
+	unsigned long		detach_delay;	/* retry back-off; 0: none */
 
 	/* writeback (writeback.c) and its exclusion with foreground writes */
 	struct bkc_wb		wb;

@@ -131,7 +131,8 @@ void bkc_set_teardown(struct bkc_set *set)
  *
  * unregister (@detach true): detach every backing device (they go on
  * without a cache), then release the set.  Refused with -EBUSY while any
- * of them has dirty data: detach those first, which writes it back.
+ * of them has dirty data: detach those first, which writes it back.  A
+ * detach that fails stays pending, and so does the set.
  */
 int bkc_set_stop(struct bkc_set *set, bool detach)
 {
@@ -157,17 +158,24 @@ int bkc_set_stop(struct bkc_set *set, bool detach)
 	list_for_each_entry_safe(b, n, &set->backings, set_node) {
 		if (!detach) {
 			bkc_backing_teardown(b);
-			continue;
+		} else {
+			r = bkc_backing_detach(b);
+			if (r) {
+				bkc_err(set->dev.bdev,
+					"cannot unregister: the detach of %pg failed (%d); it stays pending",
+					b->dev.bdev, r);
+				ret = ret ?: r;
+			}
 		}
-		r = bkc_backing_detach(b);
-		if (r) {
-			bkc_err(b->dev.bdev, "detach failed (%d), stopping it",
-				r);
-			bkc_backing_teardown(b);
-			ret = ret ?: r;
+		/* a set that failed meanwhile: its failover unlinks @n too */
+		if (bkc_set_failed(set)) {
+			bkc_set_failover(set);
+			break;
 		}
 	}
 	if (!list_empty(&set->backings)) {
+		if (ret)
+			return ret;
 		/* dirty data appeared meanwhile: those are draining now */
 		bkc_err(set->dev.bdev,
 			"cannot unregister: a backing device got dirty data; it is being written back");
