@@ -474,6 +474,17 @@ int bkc_backing_link(struct bkc_backing *b, struct bkc_set *set)
 }
 
 /* Stop using the set; the caller has quiesced @b. */
+/*
+ * A detach is over once the device has left its set (detached, or the set
+ * is gone): writes may be dirty again, and writeback stops draining.
+ */
+static void bkc_backing_detach_end(struct bkc_backing *b)
+{
+	WRITE_ONCE(b->detaching, false);
+	WRITE_ONCE(b->detach_delay, 0);
+	WRITE_ONCE(b->wb.drain, false);
+}
+
 static void bkc_backing_unlink_quiesced(struct bkc_backing *b)
 {
 	struct bkc_set *set = b->set;
@@ -483,6 +494,7 @@ static void bkc_backing_unlink_quiesced(struct bkc_backing *b)
 	list_del_init(&b->set_node);
 	WRITE_ONCE(b->set, NULL);
 	WRITE_ONCE(b->fo_state, BKC_FO_NONE);
+	bkc_backing_detach_end(b);
 }
 
 /* Stop writeback and using the set.  Idempotent. */
@@ -582,17 +594,6 @@ int bkc_backing_attach(struct bkc_backing *b, struct bkc_set *set)
 }
 
 /*
- * The detach is over (done, or the set is gone): writes may be dirty
- * again, and writeback stops draining.
- */
-static void bkc_backing_detach_end(struct bkc_backing *b)
-{
-	WRITE_ONCE(b->detaching, false);
-	WRITE_ONCE(b->detach_delay, 0);
-	WRITE_ONCE(b->wb.drain, false);
-}
-
-/*
  * A step of the detach failed with @err while the device is still in its
  * set: the detach stays pending, and bkc_backing_detach_work() tries again
  * after 1 s, then at doubling intervals up to BKC_DETACH_RETRY_MAX.  It
@@ -613,9 +614,10 @@ static void bkc_backing_detach_retry(struct bkc_backing *b, int err)
 
 /*
  * Forget the cache set, on disk and in memory, and drop the set's keys of
- * this device.  Order matters for crashes: the slot is marked cleaning
- * before the backing superblock forgets the set, and released only once
- * the invalidations are durable.  Returns -EAGAIN if dirty data appeared
+ * this device.  Order matters for crashes: the backing superblock says
+ * clean before the slot is marked cleaning, the slot is cleaning before
+ * the superblock forgets the set, and it is released only once the
+ * invalidations are durable.  Returns -EAGAIN if dirty data appeared
  * (the caller keeps draining).  On another failure, a detach from a set
  * stays pending (bkc_backing_detach_retry()).
  */
@@ -630,14 +632,16 @@ static int bkc_backing_detach_now(struct bkc_backing *b)
 		bkc_backing_quiesce(b);
 		if (bkc_backing_dirty_sectors(b) ||
 		    atomic_read(&b->wb.wb_writes)) {
-			/* writeback drains it, then bkc_backing_clean() */
-			WRITE_ONCE(b->detach_delay, 0);
-			cancel_delayed_work(&b->detach_work);
 			bkc_backing_resume(b);
 			r = bkc_wb_start(b);
-			if (r)
-				/* nothing would drain it: the retry tries again */
+			if (r) {
+				/* nothing would drain it: try again later */
 				bkc_backing_detach_retry(b, r);
+			} else {
+				/* writeback drains it, then bkc_backing_clean() */
+				WRITE_ONCE(b->detach_delay, 0);
+				cancel_delayed_work(&b->detach_work);
+			}
 			return -EAGAIN;
 		}
 		/*
@@ -667,12 +671,13 @@ static int bkc_backing_detach_now(struct bkc_backing *b)
 				"keys of the detached device not dropped yet (%d); done at the next registration",
 				r);
 	}
-	bkc_backing_detach_end(b);
 	bkc_info(b->dev.bdev, "detached");
 	return bkc_backing_run(b);
 fail:
 	if (set) {
-		bkc_backing_detach_retry(b, r);
+		/* a failed set's failover ends the detach (fail.c) */
+		if (!bkc_set_failed(set))
+			bkc_backing_detach_retry(b, r);
 		bkc_backing_resume(b);
 		/* if this fails, the retry starts writeback again */
 		bkc_wb_start(b);
@@ -686,12 +691,16 @@ static void bkc_backing_detach_work(struct work_struct *work)
 					     struct bkc_backing, detach_work);
 
 	mutex_lock(&bkc_lock);
-	/* a failed set ends the detach through its failover */
-	if (!b->dead && b->set && bkc_set_failed(b->set))
+	if (!b->dead && b->set) {
+		/* a failed set ends the detach through its failover */
 		bkc_set_failover(b->set);
-	/* dirty data (a retry after writeback failed to start): -EAGAIN */
-	if (!b->dead && b->detaching && b->set)
-		bkc_backing_detach_now(b);
+		/*
+		 * With dirty data (a retry after writeback failed to start),
+		 * this starts writeback to drain it and returns -EAGAIN.
+		 */
+		if (b->set && b->detaching)
+			bkc_backing_detach_now(b);
+	}
 	mutex_unlock(&bkc_lock);
 }
 
@@ -1169,7 +1178,6 @@ void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
 		r = bkc_backing_sb_forget(b, BKC_STATE_NONE);
 		bkc_req_failover(b, BKC_FO_PASS);
 		bkc_backing_unlink(b);
-		bkc_backing_detach_end(b);
 		bkc_err(b->dev.bdev,
 			"cache set %pUb on %pg failed: %s runs without a cache, no dirty data was lost%s",
 			set->sb.set_uuid, set->dev.bdev, disk,
@@ -1182,7 +1190,6 @@ void bkc_backing_failover(struct bkc_backing *b, struct bkc_set *set)
 	bkc_req_failover(b, BKC_FO_DEAD);
 	bkc_backing_stop_disk(b);
 	bkc_backing_unlink(b);
-	bkc_backing_detach_end(b);
 	b->set_lost = dirty != 0;
 	if (!dirty) {
 		bkc_err(b->dev.bdev,

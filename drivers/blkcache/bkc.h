@@ -268,7 +268,7 @@ struct bkc_backing {
 	struct work_struct	state_work;	/* sb state -> dirty */
 	/* detach once written back, or retry a failed detach */
 	struct delayed_work	detach_work;
-	/* both written under bkc_lock, read without it by writeback */
+	/* both written under bkc_lock, read without it (writes, writeback) */
 	bool			detaching;
 	unsigned long		detach_delay;	/* retry back-off; 0: none */
 

@@ -156,16 +156,16 @@ int bkc_set_stop(struct bkc_set *set, bool detach)
 		}
 	}
 	list_for_each_entry_safe(b, n, &set->backings, set_node) {
-		if (!detach) {
-			bkc_backing_teardown(b);
-		} else {
+		if (detach) {
 			r = bkc_backing_detach(b);
-			if (r) {
+			if (r && !bkc_set_failed(set)) {
 				bkc_err(set->dev.bdev,
 					"cannot unregister: the detach of %pg failed (%d); it stays pending",
 					b->dev.bdev, r);
 				ret = ret ?: r;
 			}
+		} else {
+			bkc_backing_teardown(b);
 		}
 		/* a set that failed meanwhile: its failover unlinks @n too */
 		if (bkc_set_failed(set)) {

@@ -698,6 +698,9 @@ static int bkc_wb_thread(void *arg)
 
 		last = now;
 		dirty = bkc_backing_dirty_sectors(b);
+		/* kept current while clean too: writeback_rate_debug shows it */
+		target = bkc_wb_target(b);
+		WRITE_ONCE(wb->target, target);
 		if (!dirty) {
 			dirty_since = 0;
 			/*
@@ -723,8 +726,6 @@ static int bkc_wb_thread(void *arg)
 			bkc_wb_age(b, now);
 		else
 			wb->sweeping = false;
-		target = bkc_wb_target(b);
-		WRITE_ONCE(wb->target, target);
 		idle = time_after(now, READ_ONCE(wb->last_io) + BKC_WB_IDLE_FULL);
 		/* draining, a max_age pass and a nearly full set never yield */
 		urgent = bkc_wb_urgent(b);

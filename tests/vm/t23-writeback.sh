@@ -249,8 +249,8 @@ d0=$(dirty_sectors)
 echo 1 >"$BATTR/writeback_running"
 # the thread looks at writeback_running at least once a second
 sleep 1.5
-[ "$d0" -le "$(wb_debug target)" ] ||
-	fail "test setup: $d0 dirty sectors are above the target, $(wb_debug target)"
+t=$(wb_debug target)
+[ "$d0" -le "$t" ] || fail "test setup: $d0 dirty sectors are above the target, $t"
 nr=0
 for ((i = 0; i < 15; i++)); do
 	[ "$(wb_debug yielding)" = 1 ] && [ "$(wb_debug rate)" = 0 ] && nr=$((nr + 1))
@@ -279,8 +279,8 @@ echo 0 >"$BATTR/writeback_running"
 echo 300 >"$BATTR/writeback_delay"
 fio_region 176 32 20 --do_verify=0
 d0=$(dirty_sectors)
-[ "$d0" -le "$(wb_debug target)" ] ||
-	fail "test setup: $d0 dirty sectors are above the target, $(wb_debug target)"
+t=$(wb_debug target)
+[ "$d0" -le "$t" ] || fail "test setup: $d0 dirty sectors are above the target, $t"
 start=$SECONDS
 echo 1 >"$BATTR/writeback_running"
 sleep 10
