@@ -473,7 +473,6 @@ int bkc_backing_link(struct bkc_backing *b, struct bkc_set *set)
 	return 0;
 }
 
-/* Stop using the set; the caller has quiesced @b. */
 /*
  * A detach is over once the device has left its set (detached, or the set
  * is gone): writes may be dirty again, and writeback stops draining.
@@ -485,6 +484,7 @@ static void bkc_backing_detach_end(struct bkc_backing *b)
 	WRITE_ONCE(b->wb.drain, false);
 }
 
+/* Stop using the set; the caller has quiesced @b. */
 static void bkc_backing_unlink_quiesced(struct bkc_backing *b)
 {
 	struct bkc_set *set = b->set;
@@ -679,7 +679,7 @@ fail:
 		if (!bkc_set_failed(set))
 			bkc_backing_detach_retry(b, r);
 		bkc_backing_resume(b);
-		/* if this fails, the retry starts writeback again */
+		/* if this fails, the retry (or the failover) takes over */
 		bkc_wb_start(b);
 	}
 	return r;

@@ -167,9 +167,13 @@ int bkc_set_stop(struct bkc_set *set, bool detach)
 		} else {
 			bkc_backing_teardown(b);
 		}
-		/* a set that failed meanwhile: its failover unlinks @n too */
+		/*
+		 * A set that failed meanwhile: its failover unlinks @n too,
+		 * and unregister is then a stop, refused by nothing.
+		 */
 		if (bkc_set_failed(set)) {
 			bkc_set_failover(set);
+			ret = 0;
 			break;
 		}
 	}
