@@ -5,7 +5,12 @@
 # scripts/bench, not tests/vm/run: it is a benchmark, not a test).
 #
 #   bench.sh [--runtime SEC] [--drain-mib MIB] [--fill-cap SEC]
-#            [--drain-cap SEC] [--configs cfg,cfg,...]
+#            [--drain-cap SEC] [--configs cfg,cfg,...] [--cpu]
+#
+# --cpu runs only the two jobs whose guest CPU time per I/O is a figure
+# (4k random writes QD8 and hot random reads QD8), in a boot of
+# scripts/vm --icount, where guest time counts instructions: the figure
+# is then thousands of instructions per I/O, whatever the host's load.
 #
 # Runs the same fio/ioping jobs on each configuration in turn and appends
 # one line per figure to $BKC_RESULTS/raw.csv:
@@ -37,6 +42,7 @@ FILL_CAP=120
 DRAIN_CAP=600
 SELECTED=("${CONFIGS[@]}")
 
+CPU_ONLY=
 OUT=$BKC_RESULTS
 RAW=$OUT/raw.csv
 INFO=$OUT/configs.txt
@@ -105,6 +111,7 @@ parse_args() {
 		--fill-cap) FILL_CAP=$2; shift 2 ;;
 		--drain-cap) DRAIN_CAP=$2; shift 2 ;;
 		--configs) IFS=, read -r -a SELECTED <<<"$2"; shift 2 ;;
+		--cpu) CPU_ONLY=1; shift ;;
 		*) usage >&2; fail "unknown argument '$1'" ;;
 		esac
 	done
@@ -530,7 +537,8 @@ fio_run() {
 }
 
 # cpu_per_io: guest CPU microseconds per 4k I/O of the last fio_run (its
-# KiB read and written / 4), with one decimal.
+# KiB read and written / 4), with one decimal.  Under scripts/vm --icount
+# a guest nanosecond is an instruction: thousands of instructions per I/O.
 cpu_per_io() {
 	local kib
 	kib=$(fio_field 1 6 47)
@@ -643,7 +651,6 @@ job_rand() {
 	[ "$metric" != fsync1 ] || f0=$(disk_stat 16 "$SSD")
 	if fio_run "$metric" "$@"; then
 		put "$metric" "$(iops)"
-		[ "$metric" != randwrite ] || put cpu_randwrite "$(cpu_per_io)"
 		[ "$metric" != fsync1 ] || put fsync1_flushes "$(flushes_per_write "$f0")"
 	else
 		put "$metric" n/a "fio failed"
@@ -692,7 +699,6 @@ job_hot() {
 		--offset=$HOT_OFF --size=$HOT_SIZE --time_based --runtime="$RUNTIME"
 	if fio_run hotread "$@"; then
 		put hotread "$(iops)" "$PREP_NOTE"
-		put cpu_hotread "$(cpu_per_io)"
 	else
 		put hotread n/a "fio failed"
 	fi
@@ -985,6 +991,33 @@ run_config() {
 	teardown_cfg
 }
 
+# The --cpu boot's jobs: guest CPU time per I/O of the random writes
+# (the first job on a fresh configuration, as in the full run) and of the
+# hot reads, nothing else.  The hot reads run with the cache's writeback
+# held (twin_hold), so that no writeback of the random writes is counted
+# in them.
+run_config_cpu() {
+	"setup_$CFG"
+	if fio_run randwrite --ioengine=libaio --bs=4k --offset=$RAND_OFF \
+		--size="$RAND_SIZE" --time_based --runtime="$RUNTIME" \
+		--rw=randwrite --iodepth=8; then
+		put cpu_randwrite "$(cpu_per_io)"
+	else
+		put cpu_randwrite n/a "fio failed"
+	fi
+	twin_hold 0
+	if ! write_cached hotprep $HOT_OFF $HOT_SIZE; then
+		put cpu_hotread n/a "preparing write failed"
+	elif fio_run hotread --ioengine=libaio --rw=randread --bs=4k --iodepth=8 \
+		--offset=$HOT_OFF --size=$HOT_SIZE --time_based --runtime="$RUNTIME"; then
+		put cpu_hotread "$(cpu_per_io)"
+	else
+		put cpu_hotread n/a "fio failed"
+	fi
+	twin_hold 1
+	teardown_cfg
+}
+
 # on_err LINE CMD: the ERR trap of a configuration's subshell; keeps the
 # innermost failure as the reason.
 on_err() {
@@ -1159,7 +1192,8 @@ main() {
 	# a drain may take up to DRAIN_CAP: a peer's flush that waits that
 	# long (dm-writecache's "flush" message) is a figure, not a hang
 	echo $((DRAIN_CAP + 60)) >/proc/sys/kernel/hung_task_timeout_secs
-	precondition
+	# instructions do not depend on where the host allocates
+	[ -n "$CPU_ONLY" ] || precondition
 	for c in "${SELECTED[@]}"; do
 		needs_md "$c" || continue
 		CFG=setup
@@ -1184,19 +1218,23 @@ main() {
 			continue
 		fi
 		teardown_all
-		in_config run_config
+		in_config "run_config${CPU_ONLY:+_cpu}"
 		if [ "$CFG_RC" != 0 ]; then
 			reason=$(cat "$REASON_FILE" 2>/dev/null || echo "exited with status $CFG_RC")
 			error "$reason"
 			put setup n/a "$reason"
+			if [ -n "$CPU_ONLY" ]; then
+				put cpu_randwrite n/a "$reason"
+				put cpu_hotread n/a "$reason"
+			fi
 			teardown_all
 		fi
 		put elapsed_s $((SECONDS - t0))
 	done
-	drift_check
+	[ -n "$CPU_ONLY" ] || drift_check
 	teardown_all
 	# in a subshell: a failure there (fail exits) ends only the phase
-	if [ -n "$HAVE_MD" ]; then
+	if [ -n "$HAVE_MD" ] && [ -z "$CPU_ONLY" ]; then
 		in_config headline_phase
 		[ "$CFG_RC" = 0 ] || log "the headline phase failed (status $CFG_RC)"
 	fi
