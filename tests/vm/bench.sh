@@ -10,7 +10,8 @@
 # --cpu runs only the two jobs whose guest CPU time per I/O is a figure
 # (4k random writes QD8 and hot random reads QD8), in a boot of
 # scripts/vm --icount, where guest time counts instructions: the figure
-# is then thousands of instructions per I/O, whatever the host's load.
+# is then thousands of instructions per I/O, a count the host's speed
+# hardly moves.
 #
 # Runs the same fio/ioping jobs on each configuration in turn and appends
 # one line per figure to $BKC_RESULTS/raw.csv:
@@ -994,8 +995,8 @@ run_config() {
 # The --cpu boot's jobs: guest CPU time per I/O of the random writes
 # (the first job on a fresh configuration, as in the full run) and of the
 # hot reads, nothing else.  The hot reads run with the cache's writeback
-# held (twin_hold), so that no writeback of the random writes is counted
-# in them.
+# held where a knob allows (twin_hold: bcache, blkcache), so that no
+# writeback of the random writes is counted in them.
 run_config_cpu() {
 	"setup_$CFG"
 	if fio_run randwrite --ioengine=libaio --bs=4k --offset=$RAND_OFF \
@@ -1016,6 +1017,16 @@ run_config_cpu() {
 	fi
 	twin_hold 1
 	teardown_cfg
+}
+
+# cpu_na REASON: in the --cpu boot, n/a with REASON for each CPU figure of
+# the current configuration that is not in raw.csv yet.
+cpu_na() {
+	local m
+	[ -n "$CPU_ONLY" ] || return 0
+	for m in cpu_randwrite cpu_hotread; do
+		grep -q "^$CFG,$m," "$RAW" || put "$m" n/a "$1"
+	done
 }
 
 # on_err LINE CMD: the ERR trap of a configuration's subshell; keeps the
@@ -1215,6 +1226,7 @@ main() {
 		rm -f "$REASON_FILE"
 		if needs_md "$c" && [ -z "$HAVE_MD" ]; then
 			put setup n/a "md0 could not be created"
+			cpu_na "md0 could not be created"
 			continue
 		fi
 		teardown_all
@@ -1223,10 +1235,7 @@ main() {
 			reason=$(cat "$REASON_FILE" 2>/dev/null || echo "exited with status $CFG_RC")
 			error "$reason"
 			put setup n/a "$reason"
-			if [ -n "$CPU_ONLY" ]; then
-				put cpu_randwrite n/a "$reason"
-				put cpu_hotread n/a "$reason"
-			fi
+			cpu_na "$reason"
 			teardown_all
 		fi
 		put elapsed_s $((SECONDS - t0))
