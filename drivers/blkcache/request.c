@@ -809,8 +809,8 @@ static int bkc_read_seg(void *arg, const struct bkc_key *k, u64 pos, u32 len)
 	if (r->nseg == BKC_SEGS)
 		return 1;
 	seg = &r->seg[r->nseg++];
-	seg->put = true;
-	seg->promo = NULL;
+	/* set whole: the request cache does not clear it (bkc_req_ctor()) */
+	*seg = (struct bkc_seg){ .put = true };
 	if (!k) {
 		seg->kind = BKC_SEG_MISS;
 		seg->lba = bkc_pos_lba(pos);
@@ -1504,14 +1504,13 @@ static int bkc_alloc_extents(struct bkc_req *r, u32 wp)
 	while (done < r->sectors && r->nseg < BKC_SEGS) {
 		struct bkc_seg *seg = &r->seg[r->nseg];
 
+		*seg = (struct bkc_seg){ .kind = BKC_SEG_CACHE };
 		ret = bkc_core_alloc_data(set->core, wp, r->sectors - done,
 					  &seg->bucket, &seg->off, &seg->len,
 					  &seg->gen);
 		if (ret)
 			break;
-		seg->kind = BKC_SEG_CACHE;
 		seg->lba = r->lba + done;
-		seg->put = false;
 		done += seg->len;
 		r->nseg++;
 	}
@@ -1569,14 +1568,15 @@ static int bkc_ip_piece(void *arg, const struct bkc_key *k, u64 pos, u32 len)
 	    bkc_pos_lba(pos) != r->lba || len != r->sectors ||
 	    bkc_core_ptr_stale(r->set->core, k))
 		return 1;
-	seg->kind = BKC_SEG_CACHE;
-	seg->put = true;		/* no data reference to drop */
-	seg->promo = NULL;
-	seg->lba = r->lba;
-	seg->len = r->sectors;
-	seg->bucket = bkc_key_bucket(k);
-	seg->gen = bkc_key_gen(k);
-	seg->off = k->off + (u32)(r->lba - bkc_pos_lba(k->pos));
+	*seg = (struct bkc_seg){
+		.kind	= BKC_SEG_CACHE,
+		.put	= true,		/* no data reference to drop */
+		.lba	= r->lba,
+		.len	= r->sectors,
+		.bucket	= bkc_key_bucket(k),
+		.gen	= bkc_key_gen(k),
+		.off	= k->off + (u32)(r->lba - bkc_pos_lba(k->pos)),
+	};
 	f->ok = true;
 	return 0;
 }
@@ -2472,9 +2472,25 @@ void bkc_submit_bio(struct bio *bio)
 	bkc_dispatch(r);
 }
 
+/*
+ * The request cache has a constructor, so that the slab allocator does not
+ * clear each request as it hands it out (init_on_alloc, on by default in
+ * Debian's kernels): 1.6 KiB per I/O, most of it segments a 4 KiB request
+ * never uses, cost some 300 instructions per I/O (2026-12-06).  Instead
+ * bkc_submit_bio() clears the head, and each segment is set whole where it
+ * is filled (bkc_read_seg(), bkc_alloc_extents(), bkc_ip_piece()); no
+ * segment past r->nseg is read.
+ */
+static void bkc_req_ctor(void *p)
+{
+	memset(p, 0, sizeof(struct bkc_req));
+}
+
 int bkc_request_init(void)
 {
-	bkc_req_cache = KMEM_CACHE(bkc_req, 0);
+	bkc_req_cache = kmem_cache_create("bkc_req", sizeof(struct bkc_req),
+					  __alignof__(struct bkc_req), 0,
+					  bkc_req_ctor);
 	if (!bkc_req_cache)
 		return -ENOMEM;
 	bkc_req_pool = mempool_create_slab_pool(64, bkc_req_cache);
