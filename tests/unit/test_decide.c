@@ -89,6 +89,68 @@ static void test_eviction(void)
 				 1000), 8192);
 }
 
+/*
+ * The detector against a plain model of what it promises: a slot per
+ * stream, an I/O at a live stream's continuation extends it, any other
+ * takes an unused slot first, else the one used longest ago.  Streams
+ * continued, restarted and idled past the timeout, at random.
+ */
+struct ref_stream {
+	u64	next, bytes, stamp;
+};
+
+static u64 ref_account(struct ref_stream *s, u64 sector, u32 sectors, u64 now,
+		       u64 timeout)
+{
+	struct ref_stream *v = &s[0];
+	int i;
+
+	for (i = 0; i < BKC_SEQ_STREAMS; i++) {
+		if (s[i].bytes && s[i].next == sector &&
+		    now - s[i].stamp <= timeout) {
+			s[i].bytes += (u64)sectors << 9;
+			s[i].next = sector + sectors;
+			s[i].stamp = now;
+			return s[i].bytes;
+		}
+		if (v->bytes && (!s[i].bytes || s[i].stamp < v->stamp))
+			v = &s[i];
+	}
+	v->next = sector + sectors;
+	v->bytes = (u64)sectors << 9;
+	v->stamp = now;
+	return v->bytes;
+}
+
+static void test_seq_model(void)
+{
+	struct ref_stream ref[BKC_SEQ_STREAMS] = { { 0 } };
+	u64 heads[2 * BKC_SEQ_STREAMS] = { 0 }, x = 88172645463325252ULL;
+	u64 now = 1, sector, got, want;
+	struct bkc_seq d;
+	u32 sectors, h;
+	int i;
+
+	bkc_seq_init(&d);
+	for (i = 0; i < 200000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		/* distinct stamps: with ties the model's choice is arbitrary */
+		now += 1 + (x >> 60 == 0 ? 150 : (x >> 40) % 3);
+		h = (u32)(x % (2 * BKC_SEQ_STREAMS));
+		sectors = 8 << ((x >> 8) % 4);
+		if ((x >> 20) % 4)
+			sector = heads[h];	/* a stream's continuation, maybe */
+		else
+			sector = (x >> 24) % (1ULL << 30);
+		got = bkc_seq_account(&d, sector, sectors, now, 100);
+		want = ref_account(ref, sector, sectors, now, 100);
+		CHECK_EQ(got, want);
+		heads[h] = sector + sectors;
+	}
+}
+
 /* Above target the rate rises with the error and drains toward target. */
 static void test_rate_converges(void)
 {
@@ -257,6 +319,7 @@ int main(void)
 	test_interleaved();
 	test_timeout();
 	test_eviction();
+	test_seq_model();
 	test_rate_converges();
 	test_rate_bounds();
 	test_decay_accuracy();

@@ -16,14 +16,19 @@
 
 #define BKC_SEQ_STREAMS		16
 
-struct bkc_seq_stream {
-	u64	next;		/* sector the stream continues at */
-	u64	bytes;		/* length so far */
-	u64	stamp;		/* last use, caller's clock */
-};
-
+/*
+ * The streams by slot, and their order of use as a list of slot numbers
+ * (most recent first), so that an I/O that starts no stream's
+ * continuation (random I/O, the usual case) costs one scan of @next and
+ * takes the least recently used slot without a second scan.
+ */
 struct bkc_seq {
-	struct bkc_seq_stream	s[BKC_SEQ_STREAMS];
+	u64	next[BKC_SEQ_STREAMS];	/* sector it continues at; U64_MAX: unused */
+	u64	bytes[BKC_SEQ_STREAMS];	/* length so far */
+	u64	stamp[BKC_SEQ_STREAMS];	/* last use, caller's clock */
+	u8	newer[BKC_SEQ_STREAMS];	/* the slot used next after it */
+	u8	older[BKC_SEQ_STREAMS];	/* the slot used last before it */
+	u8	mru, lru;
 };
 
 void bkc_seq_init(struct bkc_seq *d);
