@@ -182,6 +182,18 @@ out:
 	return r ?: len;
 }
 
+/* 1 while a detach is pending: writing back first, or retrying a failed step */
+static ssize_t detach_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *buf)
+{
+	struct bkc_backing *b = to_backing(kobj);
+	bool pending;
+
+	/* a flag, set and cleared by single stores: shown as it is now */
+	pending = READ_ONCE(b->detaching);
+	return sysfs_emit(buf, "%d\n", pending);
+}
+
 static ssize_t detach_store(struct kobject *kobj, struct kobj_attribute *attr,
 			    const char *buf, size_t len)
 {
@@ -636,7 +648,7 @@ static struct kobj_attribute bkc_attr_stop_when_cache_set_failed =
 	__ATTR_RW(stop_when_cache_set_failed);
 static struct kobj_attribute bkc_attr_clear_stats = __ATTR_WO(clear_stats);
 static struct kobj_attribute bkc_attr_attach = __ATTR_WO(attach);
-static struct kobj_attribute bkc_attr_detach = __ATTR_WO(detach);
+static struct kobj_attribute bkc_attr_detach = __ATTR_RW(detach);
 static struct kobj_attribute bkc_attr_stop = __ATTR_WO(stop);
 static struct kobj_attribute bkc_attr_state = __ATTR_RO(state);
 static struct kobj_attribute bkc_attr_cache_mode = __ATTR_RW(cache_mode);

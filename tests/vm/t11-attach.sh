@@ -140,8 +140,10 @@ echo "$BKC_SSD" >/sys/fs/blkcache/register
 wait_for "/sys/fs/blkcache/$set_uuid"
 echo "$set_uuid" >$attr/attach
 [ "$(cat $attr/state)" = clean ] || fail "state after attach '$(cat $attr/state)'"
+[ "$(cat $attr/detach)" = 0 ] || fail "detach reads '$(cat $attr/detach)' with none pending"
 bk_error
 must_fail sh -c "echo 1 >$attr/detach"
+[ "$(cat $attr/detach)" = 1 ] || fail "detach reads '$(cat $attr/detach)' while pending"
 head -c 256K /dev/urandom >/tmp/data2
 dd if=/tmp/data2 of=/dev/cache0 bs=4k seek=4096 oflag=direct conv=notrunc \
 	status=none
@@ -166,6 +168,7 @@ dd if=/tmp/data3 of=/dev/cache0 bs=4k seek=8192 oflag=direct conv=notrunc \
 [ "$(cat $attr/dirty_data)" = 0 ] ||
 	fail "writes went dirty after a failed detach: $(cat $attr/dirty_data)"
 bk_wait_detached detach
+[ "$(cat $attr/detach)" = 0 ] || fail "detach reads '$(cat $attr/detach)' once done"
 blockdev --flushbufs /dev/mapper/bkcbk
 "$make_cache" --show /dev/mapper/bkcbk | grep "^state: *no cache" >/dev/null ||
 	fail "the retried detach not recorded in the backing superblock"
