@@ -72,6 +72,9 @@ static void test_timeout(void)
 	bkc_seq_account(&d, 0, 8, 0, 100);
 	CHECK_EQ(bkc_seq_account(&d, 8, 8, 50, 100), 8192);
 	CHECK_EQ(bkc_seq_account(&d, 16, 8, 500, 100), 4096);
+	/* idle for exactly the timeout: still the stream; one tick more: not */
+	CHECK_EQ(bkc_seq_account(&d, 24, 8, 600, 100), 8192);
+	CHECK_EQ(bkc_seq_account(&d, 32, 8, 701, 100), 4096);
 }
 
 /* More streams than slots: the least recently used one is forgotten. */
@@ -136,7 +139,10 @@ static void test_seq_model(void)
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
-		/* distinct stamps: with ties the model's choice is arbitrary */
+		/*
+		 * distinct stamps: with ties the model evicts the lowest slot,
+		 * the detector the one used first (both are LRU)
+		 */
 		now += 1 + (x >> 60 == 0 ? 150 : (x >> 40) % 3);
 		h = (u32)(x % (2 * BKC_SEQ_STREAMS));
 		sectors = 8 << ((x >> 8) % 4);

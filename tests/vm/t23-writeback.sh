@@ -596,11 +596,17 @@ echo 1 >"$BATTR/detach" || fail "detach refused"
 start=$SECONDS
 samples=""
 while [ "$(state)" != "no cache" ]; do
+	# pending read first: once it reads 0 the detach is over, and
+	# nothing can be dirty after
+	pending=$(cat "$BATTR/detach")
 	d=$(dirty_sectors 2>/dev/null || echo 0)
 	st=$(state)
 	samples+=" $((d / 2048))M"
 	if [ "$d" -gt 0 ] && [ "$st" != dirty ]; then
 		fail "state '$st' during detach with $d dirty sectors"
+	fi
+	if [ "$d" -gt 0 ] && [ "$pending" != 1 ]; then
+		fail "detach reads '$pending' during detach with $d dirty sectors"
 	fi
 	[ $((SECONDS - start)) -lt 300 ] ||
 		fail "detach not done after 300s: $d dirty sectors, state $st"
@@ -610,6 +616,7 @@ log "detach wrote back and detached in $((SECONDS - start))s at writeback_rate_m
 [ $((SECONDS - start)) -ge 7 ] ||
 	fail "detach drained 32 MiB in $((SECONDS - start)) s with writeback_rate_max 4M"
 [ "$(cat "$BATTR/dirty_data")" = 0 ] || fail "dirty_data $(cat "$BATTR/dirty_data") after detach"
+[ "$(cat "$BATTR/detach")" = 0 ] || fail "detach reads '$(cat "$BATTR/detach")' after detach"
 [ "$(md0_sb_state)" = "no cache" ] ||
 	fail "the backing superblock says '$(md0_sb_state)' after detach, not 'no cache'"
 [ -d "/sys/fs/blkcache/$BKC_SET" ] || fail "detach removed the cache set"

@@ -56,7 +56,11 @@ u64 bkc_seq_account(struct bkc_seq *d, u64 sector, u32 sectors, u64 now,
 		seq_touch(d, i);
 		return d->bytes[i];
 	}
-	/* an unused slot first (they are the oldest), else the LRU one */
+	/*
+	 * An unused slot first (they are the oldest), else the least
+	 * recently used: by order of use, so that among streams last used
+	 * at the same @now (the same jiffy) the one used first goes.
+	 */
 	i = d->lru;
 	d->next[i] = sector + sectors;
 	d->bytes[i] = (u64)sectors << 9;

@@ -15,6 +15,7 @@
 #include "bkc_port.h"
 
 #define BKC_SEQ_STREAMS		16
+static_assert(BKC_SEQ_STREAMS <= 256);	/* slot numbers are u8 */
 
 /*
  * The streams by slot, and their order of use as a list of slot numbers
