@@ -1493,6 +1493,18 @@ out_slot:
 
 /* ---- writes ---- */
 
+static void bkc_release_extents(struct bkc_req *r)
+{
+	u32 i;
+
+	for (i = 0; i < r->nseg; i++) {
+		if (r->seg[i].kind == BKC_SEG_CACHE && !r->seg[i].put) {
+			bkc_core_data_put(r->set->core, r->seg[i].bucket);
+			r->seg[i].put = true;
+		}
+	}
+}
+
 /* Space in the cache for the whole request, as up to BKC_SEGS extents. */
 static int bkc_alloc_extents(struct bkc_req *r, u32 wp)
 {
@@ -1517,19 +1529,15 @@ static int bkc_alloc_extents(struct bkc_req *r, u32 wp)
 	bkc_set_unlock(set);
 	if (!done)
 		return ret ? ret : -ENOSPC;
-	return bkc_req_trim(r, done) ? 0 : -ENOMEM;
-}
-
-static void bkc_release_extents(struct bkc_req *r)
-{
-	u32 i;
-
-	for (i = 0; i < r->nseg; i++) {
-		if (r->seg[i].kind == BKC_SEG_CACHE && !r->seg[i].put) {
-			bkc_core_data_put(r->set->core, r->seg[i].bucket);
-			r->seg[i].put = true;
-		}
+	if (!bkc_req_trim(r, done)) {
+		/* bypassed whole: no extent of it may stay */
+		bkc_set_lock(set);
+		bkc_release_extents(r);
+		bkc_set_unlock(set);
+		r->nseg = 0;
+		return -ENOMEM;
 	}
+	return 0;
 }
 
 /* ---- in-place overwrites ---- */
@@ -1552,23 +1560,11 @@ static void bkc_release_extents(struct bkc_req *r)
  * when one completed since the last such flush: by the commit it waits
  * for, or by a flush of its own (bkc_flush_start()).
  */
-struct bkc_ip_find {
-	struct bkc_req	*r;
-	u32		pieces;
-	bool		ok;	/* the first piece is the place */
-};
 
-static int bkc_ip_piece(void *arg, const struct bkc_key *k, u64 pos, u32 len)
+/* Point @r's one segment at the place of dirty key @k, which covers it. */
+static void bkc_ip_seg(struct bkc_req *r, const struct bkc_key *k)
 {
-	struct bkc_ip_find *f = arg;
-	struct bkc_req *r = f->r;
-	struct bkc_seg *seg = &r->seg[0];
-
-	if (f->pieces++ || !k || !bkc_key_dirty(k) ||
-	    bkc_pos_lba(pos) != r->lba || len != r->sectors ||
-	    bkc_core_ptr_stale(r->set->core, k))
-		return 1;
-	*seg = (struct bkc_seg){
+	r->seg[0] = (struct bkc_seg){
 		.kind	= BKC_SEG_CACHE,
 		.put	= true,		/* no data reference to drop */
 		.lba	= r->lba,
@@ -1577,8 +1573,7 @@ static int bkc_ip_piece(void *arg, const struct bkc_key *k, u64 pos, u32 len)
 		.gen	= bkc_key_gen(k),
 		.off	= k->off + (u32)(r->lba - bkc_pos_lba(k->pos)),
 	};
-	f->ok = true;
-	return 0;
+	r->nseg = 1;
 }
 
 static void bkc_ip_put(struct bkc_set *set)
@@ -1592,7 +1587,7 @@ static bool bkc_inplace(struct bkc_req *r)
 {
 	struct bkc_backing *b = r->b;
 	struct bkc_set *set = r->set;
-	struct bkc_ip_find f = { .r = r };
+	struct bkc_key k;
 	int ret;
 
 	/*
@@ -1615,12 +1610,11 @@ static bool bkc_inplace(struct bkc_req *r)
 	/* no acked write of the range: the lookup sees every key */
 	smp_rmb();
 	down_read(&set->lock);
-	ret = bkc_core_lookup(set->core, b->dev_id, r->lba, r->sectors,
-			      bkc_ip_piece, &f);
+	ret = bkc_core_find(set->core, b->dev_id, r->lba, r->sectors, &k);
 	up_read(&set->lock);
-	if (ret < 0 || !f.ok || f.pieces != 1)
+	if (ret != 1 || !bkc_key_dirty(&k))
 		goto out_gate;
-	r->nseg = 1;
+	bkc_ip_seg(r, &k);
 	r->flags |= RQ_RANGE;
 	return true;
 out_gate:
@@ -2476,10 +2470,12 @@ void bkc_submit_bio(struct bio *bio)
  * The request cache has a constructor, so that the slab allocator does not
  * clear each request as it hands it out (init_on_alloc, on by default in
  * Debian's kernels): 1.6 KiB per I/O, most of it segments a 4 KiB request
- * never uses, cost some 300 instructions per I/O (2026-12-06).  Instead
- * bkc_submit_bio() clears the head, and each segment is set whole where it
- * is filled (bkc_read_seg(), bkc_alloc_extents(), bkc_ip_piece()); no
- * segment past r->nseg is read.
+ * never uses, some 300 instructions per I/O by a profile (2026-12-06).
+ * That caches with a constructor are not cleared is how mm/slab.h decides
+ * (slab_want_init_on_alloc()), not a promise: if it changes, only the cost
+ * comes back.  bkc_submit_bio() clears the head, and each segment is set
+ * whole where it is filled (bkc_read_seg(), bkc_alloc_extents(),
+ * bkc_ip_seg()); no segment past r->nseg is read.
  */
 static void bkc_req_ctor(void *p)
 {

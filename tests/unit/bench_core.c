@@ -178,8 +178,9 @@ static int hit_cb(void *arg, const struct bkc_key *k, u64 pos, u32 len)
 static void run(u64 n)
 {
 	u64 nbuckets = n * KEY_SECTORS / 1024 * 5 / 4 + 4096;
-	u64 slots = BACKING_SECTORS / KEY_SECTORS, i, hits = 0;
+	u64 slots = BACKING_SECTORS / KEY_SECTORS, i, hits = 0, found;
 	struct bkc_btree_check chk;
+	struct bkc_key k;
 	struct bench *b = calloc(1, sizeof(*b));
 	double t;
 	u64 lookups = n < 2000000 ? n : 2000000;
@@ -203,6 +204,20 @@ static void run(u64 n)
 	printf("%9llu keys  lookups:      %10.0f /s  (%llu of %llu sectors hit)\n",
 	       (unsigned long long)n, lookups / t, (unsigned long long)hits,
 	       (unsigned long long)lookups * KEY_SECTORS);
+
+	/* the point query of a write's in-place probe, over the same keys */
+	found = 0;
+	t = now();
+	for (i = 0; i < lookups; i++) {
+		u64 j = rnd() % n;
+
+		found += bkc_btree_find(&b->c.tree, 1, slot_lba(j, slots),
+					KEY_SECTORS, &k) == 1;
+	}
+	t = now() - t;
+	printf("%9llu keys  finds:        %10.0f /s  (%llu of %llu found)\n",
+	       (unsigned long long)n, lookups / t, (unsigned long long)found,
+	       (unsigned long long)lookups);
 	bkc_btree_check(&b->c.tree, &chk);
 	printf("%9llu keys  tree: depth %u, %llu nodes of %u KiB, %.1f bytes of node memory per key\n",
 	       (unsigned long long)n, chk.depth,

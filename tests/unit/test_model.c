@@ -42,6 +42,7 @@ struct model {
 	u64			rng;
 	u64			ops;
 	u64			lookups;
+	u64			finds;		/* bkc_btree_find() said 1 */
 	u64			sectors_checked;
 	u64			gc_passes;
 	u64			evictions;
@@ -97,6 +98,47 @@ static int lookup_cb(void *arg, const struct bkc_key *k, u64 pos, u32 len)
 	return 0;
 }
 
+struct one {
+	u32		pieces;
+	bool		key;
+	struct bkc_key	k;
+};
+
+static int one_cb(void *arg, const struct bkc_key *k, u64 pos, u32 len)
+{
+	struct one *o = arg;
+
+	if (!o->pieces++ && k) {
+		o->key = true;
+		o->k = *k;
+	}
+	return 0;
+}
+
+/*
+ * bkc_btree_find() says 1 exactly when the range walk gives one piece, a
+ * key: with that key whole, the piece a clip of it.
+ */
+static void check_find(struct model *m, u32 d, u64 lba, u32 len)
+{
+	struct one o = { 0 };
+	struct bkc_key k;
+	u64 at = dev_base[d] + lba;
+	int ret, want;
+
+	CHECK_EQ(bkc_btree_lookup(&m->t, devs[d], at, len, one_cb, &o), 0);
+	want = o.pieces == 1 && o.key;
+	ret = bkc_btree_find(&m->t, devs[d], at, len, &k);
+	CHECK_EQ(ret, want);
+	if (ret != 1 || !want)
+		return;
+	m->finds++;
+	CHECK(k.pos <= bkc_pos(devs[d], at));
+	CHECK(bkc_key_end(&k) >= bkc_pos(devs[d], at) + len);
+	CHECK_EQ(k.ptr, o.k.ptr);
+	CHECK_EQ(k.off + (u32)(bkc_pos(devs[d], at) - k.pos), o.k.off);
+}
+
 static void check_lookup(struct model *m, u32 d, u64 lba, u32 len)
 {
 	struct lk l = { .m = m, .d = d };
@@ -108,6 +150,7 @@ static void check_lookup(struct model *m, u32 d, u64 lba, u32 len)
 			       lookup_cb, &l);
 	m->lookups++;
 	CHECK_EQ(ret, 0);
+	check_find(m, d, lba, len);
 	if (l.bad || l.next != pos + len) {
 		fprintf(stderr, "lookup mismatch dev %u lba %llu len %u\n",
 			d, (unsigned long long)lba, len);
@@ -652,9 +695,10 @@ static void run(u64 seed, u64 nops, u32 node_bytes, u32 block_bytes,
 		struct bkc_btree_check c;
 
 		bkc_btree_check(&m->t, &c);
-		printf("  seed %llu: %llu ops, %llu lookups, %llu sectors compared\n",
+		printf("  seed %llu: %llu ops, %llu lookups (%llu one key), %llu sectors compared\n",
 		       (unsigned long long)seed, (unsigned long long)m->ops,
 		       (unsigned long long)m->lookups,
+		       (unsigned long long)m->finds,
 		       (unsigned long long)m->sectors_checked);
 		printf("    depth %u, %llu nodes, %llu keys, fill %u..%u of %u\n",
 		       c.depth, (unsigned long long)c.nodes,

@@ -756,6 +756,49 @@ int bkc_btree_lookup(struct bkc_btree *t, u32 dev, u64 lba, u32 len,
 	return lookup_flush_miss(&ls);
 }
 
+/*
+ * The newest key of leaf @n that holds @pos, whole; NULL for a gap, a
+ * hole in the delta, or a delta key that begins inside (@pos, @pos +
+ * @len): the range is then not one key's, whatever holds @pos.
+ */
+static const struct bkc_key *leaf_at(const struct bkc_node *n, u64 pos,
+				     u32 len)
+{
+	u32 j = bkc_keys_first_after(n->delta, n->ndelta, pos), i;
+
+	if (j < n->ndelta && n->delta[j].pos <= pos)
+		return bkc_key_hole(&n->delta[j]) ? NULL : &n->delta[j];
+	if (j < n->ndelta && n->delta[j].pos < pos + len)
+		return NULL;
+	i = bkc_keys_first_after(n->base, n->nbase, pos);
+	if (i < n->nbase && n->base[i].pos <= pos)
+		return &n->base[i];
+	return NULL;
+}
+
+int bkc_btree_find(struct bkc_btree *t, u32 dev, u64 lba, u32 len,
+		   struct bkc_key *out)
+{
+	struct path_ent path[BKC_BTREE_MAX_DEPTH];
+	const struct bkc_key *k = NULL;
+	u64 s = bkc_pos(dev, lba);
+	int ret;
+
+	if (!len || dev > BKC_MAX_DEV || lba + len > BKC_LBA_MAX + 1)
+		return -EINVAL;
+	ret = descend(t, s, 0, path);
+	if (ret)
+		return ret;
+	/* keys never cross a leaf's end: a range that does is not one key */
+	if (s + len <= path[0].node->hi)
+		k = leaf_at(path[0].node, s, len);
+	ret = k && bkc_key_end(k) >= s + len && !bkc_btree_key_stale(t, k);
+	if (ret)
+		*out = *k;
+	path_release(t, path, 0);
+	return ret;
+}
+
 struct iter_state {
 	const struct bkc_btree *t;
 	bkc_iter_fn	fn;

@@ -206,6 +206,15 @@ int bkc_btree_lookup(struct bkc_btree *t, u32 dev, u64 lba, u32 len,
 		     bkc_lookup_fn fn, void *arg);
 
 /*
+ * Is [lba, lba + len) of @dev one live key's?  1 with that key, whole, in
+ * *@out; 0 if not (a miss, a stale key, or pieces of several keys);
+ * -errno as bkc_btree_lookup().  One descent and two key searches: what
+ * a range walk answers too, for less (a write's in-place probe).
+ */
+int bkc_btree_find(struct bkc_btree *t, u32 dev, u64 lba, u32 len,
+		   struct bkc_key *out);
+
+/*
  * Iterate resolved keys with positions in [from, to) in order, starting
  * from @from (keys that begin before @from are clipped).  Stale keys are
  * skipped unless @stale is set.  @fn returns non-zero to stop.

@@ -180,6 +180,12 @@ static inline int bkc_core_lookup(struct bkc_core *c, u32 dev, u64 lba,
 	return bkc_btree_lookup(&c->tree, dev, lba, len, fn, arg);
 }
 
+static inline int bkc_core_find(struct bkc_core *c, u32 dev, u64 lba,
+				u32 len, struct bkc_key *out)
+{
+	return bkc_btree_find(&c->tree, dev, lba, len, out);
+}
+
 static inline int bkc_core_iter(struct bkc_core *c, u64 from, u64 to,
 				bool stale, bkc_iter_fn fn, void *arg)
 {
