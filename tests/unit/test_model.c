@@ -43,6 +43,7 @@ struct model {
 	u64			ops;
 	u64			lookups;
 	u64			finds;		/* bkc_btree_find() said 1 */
+	u64			stale_evictions;	/* evict_clean() */
 	u64			sectors_checked;
 	u64			gc_passes;
 	u64			evictions;
@@ -307,6 +308,29 @@ again:
 }
 
 static void writeback(struct model *m, u32 d, u64 lba, u32 len);
+
+/*
+ * Evict a random bucket that holds clean data, as the replacement policy
+ * does once the cache is full (the model's cache never fills): the keys
+ * into it go stale, and lookups must take them for misses.
+ */
+static void evict_clean(struct model *m)
+{
+	u32 d = rnd(m, NDEV), tries;
+
+	for (tries = 0; tries < 64; tries++) {
+		const struct ref *r = &m->ref[d][rnd(m, SPAN)];
+
+		if (r->state != 1 || !ref_live(m, r))
+			continue;
+		/* refused while it holds dirty data or is open */
+		if (bkc_alloc_invalidate_bucket(&m->a, r->bucket, 1) == 0) {
+			m->stale_evictions++;
+			bkc_alloc_journal_durable(&m->a, ~0ULL);
+		}
+		return;
+	}
+}
 
 /*
  * The kernel's allocator and writeback threads: keep the free list topped
@@ -662,6 +686,8 @@ static void run(u64 seed, u64 nops, u32 node_bytes, u32 block_bytes,
 			keep_free(m);
 		if (rnd(m, 500) == 0)
 			flush_nodes(m);
+		if (rnd(m, 200) == 0)
+			evict_clean(m);
 		if (rnd(m, 2000) == 0) {
 			flush_nodes(m);
 			evicted += sim_evict(&m->sim, 2, &m->rng);
@@ -695,11 +721,12 @@ static void run(u64 seed, u64 nops, u32 node_bytes, u32 block_bytes,
 		struct bkc_btree_check c;
 
 		bkc_btree_check(&m->t, &c);
-		printf("  seed %llu: %llu ops, %llu lookups (%llu one key), %llu sectors compared\n",
+		printf("  seed %llu: %llu ops, %llu lookups (%llu one key), %llu sectors compared, %llu clean buckets evicted\n",
 		       (unsigned long long)seed, (unsigned long long)m->ops,
 		       (unsigned long long)m->lookups,
 		       (unsigned long long)m->finds,
-		       (unsigned long long)m->sectors_checked);
+		       (unsigned long long)m->sectors_checked,
+		       (unsigned long long)m->stale_evictions);
 		printf("    depth %u, %llu nodes, %llu keys, fill %u..%u of %u\n",
 		       c.depth, (unsigned long long)c.nodes,
 		       (unsigned long long)c.keys, c.min_fill, c.max_fill,

@@ -61,8 +61,9 @@
 #     them (at least 100 extents moved, from the bkc_gc_step tracepoint);
 #   - registered again, 32 MiB more dirty data, writeback still paused:
 #     detach writes it back first, at writeback_rate_max 4M (7 s at
-#     least; state stays "dirty" until dirty_data is 0), then detaches
-#     ("no cache", on disk too); the data reads the same through
+#     least; state stays "dirty" and detach reads 1 until dirty_data
+#     is 0), then detaches ("no cache", on disk too; detach reads 0);
+#     the data reads the same through
 #     /dev/cache0 and on raw md0.
 # shellcheck disable=SC2119  # make_raid5 takes no arguments here
 . "$BKC_REPO/tests/vm/lib.sh"
@@ -596,11 +597,12 @@ echo 1 >"$BATTR/detach" || fail "detach refused"
 start=$SECONDS
 samples=""
 while [ "$(state)" != "no cache" ]; do
-	# pending read first: once it reads 0 the detach is over, and
-	# nothing can be dirty after
+	# read in this order: once detach reads 0 the detach is over, and
+	# once state has left dirty no data can be dirty again (writes go
+	# through during a detach)
 	pending=$(cat "$BATTR/detach")
-	d=$(dirty_sectors 2>/dev/null || echo 0)
 	st=$(state)
+	d=$(dirty_sectors 2>/dev/null || echo 0)
 	samples+=" $((d / 2048))M"
 	if [ "$d" -gt 0 ] && [ "$st" != dirty ]; then
 		fail "state '$st' during detach with $d dirty sectors"
