@@ -644,11 +644,23 @@ twin_ioping() {
 	put "twin_$1" "$v"
 }
 
+# rand_opts / hot_opts: the fio options (in OPTS) of the jobs over the
+# random region and of the hot reads, for the main boot's jobs and the
+# --cpu boot's alike.
+rand_opts() {
+	OPTS=(--ioengine=libaio --bs=4k --offset="$RAND_OFF" --size="$RAND_SIZE"
+		--time_based --runtime="$RUNTIME")
+}
+hot_opts() {
+	OPTS=(--ioengine=libaio --rw=randread --bs=4k --iodepth=8
+		--offset="$HOT_OFF" --size="$HOT_SIZE" --time_based --runtime="$RUNTIME")
+}
+
 job_rand() {
 	local metric=$1 f0
 	shift
-	set -- --ioengine=libaio --bs=4k --offset=$RAND_OFF --size="$RAND_SIZE" \
-		--time_based --runtime="$RUNTIME" "$@"
+	rand_opts
+	set -- "${OPTS[@]}" "$@"
 	[ "$metric" != fsync1 ] || f0=$(disk_stat 16 "$SSD")
 	if fio_run "$metric" "$@"; then
 		put "$metric" "$(iops)"
@@ -696,8 +708,8 @@ job_hot() {
 		put hotread n/a "preparing write failed"
 		return
 	fi
-	set -- --ioengine=libaio --rw=randread --bs=4k --iodepth=8 \
-		--offset=$HOT_OFF --size=$HOT_SIZE --time_based --runtime="$RUNTIME"
+	hot_opts
+	set -- "${OPTS[@]}"
 	if fio_run hotread "$@"; then
 		put hotread "$(iops)" "$PREP_NOTE"
 	else
@@ -999,18 +1011,17 @@ run_config() {
 # writeback of the random writes is counted in them.
 run_config_cpu() {
 	"setup_$CFG"
-	if fio_run randwrite --ioengine=libaio --bs=4k --offset=$RAND_OFF \
-		--size="$RAND_SIZE" --time_based --runtime="$RUNTIME" \
-		--rw=randwrite --iodepth=8; then
+	rand_opts
+	if fio_run randwrite "${OPTS[@]}" --rw=randwrite --iodepth=8; then
 		put cpu_randwrite "$(cpu_per_io)"
 	else
 		put cpu_randwrite n/a "fio failed"
 	fi
 	twin_hold 0
+	hot_opts
 	if ! write_cached hotprep $HOT_OFF $HOT_SIZE; then
 		put cpu_hotread n/a "preparing write failed"
-	elif fio_run hotread --ioengine=libaio --rw=randread --bs=4k --iodepth=8 \
-		--offset=$HOT_OFF --size=$HOT_SIZE --time_based --runtime="$RUNTIME"; then
+	elif fio_run hotread "${OPTS[@]}"; then
 		put cpu_hotread "$(cpu_per_io)"
 	else
 		put cpu_hotread n/a "fio failed"
