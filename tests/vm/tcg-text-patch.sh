@@ -1,0 +1,46 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# A check of the VM harness, not of blkcache, and not run by tests/vm/run:
+#	scripts/vm [--tcg-threads multi] -- tests/vm/tcg-text-patch.sh [N]
+# Switches a scheduler tracepoint on and off N times (default 2000) from a
+# task pinned to CPU 1 while CPU 0 idles.  Each switch patches kernel text
+# the other vCPU runs (text_poke_bp).  QEMU 7.2's multi-threaded TCG then
+# runs stale code: the guest hangs looping in exc_int3 or oopses within
+# 5-90 s; single-threaded, it finishes and both CPUs still take timer
+# interrupts.  Run it on a new QEMU before trusting --tcg-threads multi.
+# See testing.rst, "Single-threaded TCG".
+. "$BKC_REPO/tests/vm/lib.sh"
+
+n=${1:-2000}
+[[ $n =~ ^[1-9][0-9]*$ ]] || fail "usage: tcg-text-patch.sh [N]"
+[ "$(nproc)" -ge 2 ] || fail "needs two vCPUs (scripts/vm --smp 2)"
+tracing=/sys/kernel/tracing
+[ -e "$tracing/events" ] || mount -t tracefs none "$tracing" ||
+	fail "cannot mount tracefs"
+ev=$tracing/events/sched/sched_switch/enable
+[ -w "$ev" ] || fail "$ev missing"
+
+# local timer interrupts of CPU 0 and CPU 1
+ticks() {
+	awk '$1 == "LOC:" { print $2, $3 }' /proc/interrupts
+}
+
+taskset -pc 1 $$ >/dev/null || fail "taskset failed"
+log "switching sched_switch $n times from CPU 1"
+t0=$SECONDS
+for ((i = 0; i < n; i++)); do
+	echo 1 >"$ev"
+	echo 0 >"$ev"
+done
+log "done in $((SECONDS - t0))s"
+read -r a0 a1 <<<"$(ticks)"
+sleep 3
+read -r b0 b1 <<<"$(ticks)"
+for x in "$a0" "$a1" "$b0" "$b1"; do
+	[[ $x =~ ^[0-9]+$ ]] || fail "no local timer counts in /proc/interrupts"
+done
+if [ "$b0" -le "$a0" ] || [ "$b1" -le "$a1" ]; then
+	fail "a CPU took no timer interrupt in 3 s: CPU 0 $a0 -> $b0, CPU 1 $a1 -> $b1"
+fi
+log "both CPUs take timer interrupts: CPU 0 $a0 -> $b0, CPU 1 $a1 -> $b1"
