@@ -100,7 +100,7 @@ timed() {
 		echo "$(cat "/proc/$pid/comm") ($pid):"
 		cat "/proc/$pid/stack" 2>/dev/null
 	done >&2
-	io_state >&2
+	io_state >&2 || true
 	fail "hang: '$*' still running after ${t}s (case ${CASE:-setup})"
 }
 
