@@ -2,14 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # A check of the VM harness, not of blkcache, and not run by tests/vm/run:
-#	scripts/vm [--tcg-threads single] -- tests/vm/tcg-text-patch.sh [N]
+#	scripts/vm -- tests/vm/tcg-text-patch.sh [N]
 # Switches a scheduler tracepoint on and off N times (default 2000) from a
 # task pinned to CPU 1 while CPU 0 idles.  Each switch patches kernel text
 # the other vCPU runs (text_poke_bp).  QEMU 7.2's multi-threaded TCG then
-# ran stale code: the guest hung looping in exc_int3 or oopsed within
-# 5-90 s.  QEMU 10 finishes, and both CPUs still take timer interrupts.
-# Run it on a new QEMU before trusting it.  See testing.rst, "QEMU and
-# TCG".
+# runs stale code: the guest hangs looping in exc_int3 or oopses within
+# 5-90 s.  Single-threaded TCG and QEMU 10 finished, and both CPUs still
+# took timer interrupts.  See testing.rst, "QEMU and TCG".
 . "$BKC_REPO/tests/vm/lib.sh"
 
 n=${1:-2000}
