@@ -74,7 +74,7 @@ io_state() {
 		echo "$d: state $(cat "$d/state" 2>/dev/null)"
 		sed 's/^/  busy /' "$d/busy" 2>/dev/null | head -n 5
 		sed 's/^/  dispatch /' "$d/dispatch" 2>/dev/null | head -n 5
-		grep -E '^(nr_tags|active_queues|busy|cleared)' "$d/tags" 2>/dev/null |
+		timeout 5 grep -E '^(nr_tags|active_queues|busy|cleared)' "$d/tags" 2>/dev/null |
 			sed 's/^/  /'
 	done
 	grep -E 'CPU|virtio|LOC|CAL|RES' /proc/interrupts
