@@ -35,6 +35,25 @@ log() {
 	printf '[%(%T)T] %s: %s\n' -1 "$BKC_TEST" "$*"
 }
 
+# io_state: where the I/O of a hang sits: requests in flight per disk,
+# the blk-mq queues' busy requests and the interrupt counts per CPU.
+io_state() {
+	local d
+	grep -H . /sys/block/*/inflight 2>/dev/null | grep -v ':  *0  *0$'
+	[ -d /sys/kernel/debug/block ] ||
+		mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+	for d in /sys/kernel/debug/block/*/hctx*; do
+		# debugfs files have no size: read them
+		[ -n "$(cat "$d/busy" "$d/dispatch" 2>/dev/null)" ] || continue
+		echo "$d: state $(cat "$d/state" 2>/dev/null)"
+		sed 's/^/  busy /' "$d/busy" 2>/dev/null | head -n 5
+		sed 's/^/  dispatch /' "$d/dispatch" 2>/dev/null | head -n 5
+		timeout 5 grep -E '^(nr_tags|active_queues|busy|cleared)' "$d/tags" 2>/dev/null |
+			sed 's/^/  /'
+	done
+	grep -E 'CPU|virtio|LOC|CAL|RES' /proc/interrupts
+}
+
 fail() {
 	printf 'FAIL: %s: %s\n' "$BKC_TEST" "$*" >&2
 	exit 1
