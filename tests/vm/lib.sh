@@ -231,6 +231,32 @@ dev_bytes() {
 	blockdev --getsize64 "$1"
 }
 
+# one_cpu CMD...: run CMD with every CPU but CPU 0 offline, and bring
+# them back after.  For whatever patches kernel text (a tracepoint's
+# switch): QEMU 7.2's multi-threaded TCG runs stale code on a vCPU that
+# runs while another patches it (testing.rst, "QEMU and TCG"), which is
+# also why scripts/vm boots on one CPU.
+one_cpu() {
+	local c o offlined=() rc=0
+	for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
+		[ -e "$c" ] || continue
+		read -r o <"$c"
+		[ "$o" = 1 ] || continue
+		echo 0 >"$c" || fail "cannot take ${c%/online} offline"
+		offlined+=("$c")
+	done
+	"$@" || rc=$?
+	for c in "${offlined[@]}"; do
+		echo 1 >"$c" || fail "cannot bring ${c%/online} online"
+	done
+	return "$rc"
+}
+
+# event_enable DIR 0|1: switch the trace event(s) under tracefs's DIR.
+event_enable() {
+	echo "$2" >"$1/enable"
+}
+
 # trace_on EVENT KB: record blkcache's tracepoint EVENT (every one of them
 # if EVENT is "all") from now on, in a fresh buffer of KB KiB per CPU;
 # mounts tracefs if needed.  trace_off stops it and prints the trace.
@@ -244,8 +270,8 @@ trace_on() {
 	echo 0 >"$TR/tracing_on"
 	echo "$2" >"$TR/buffer_size_kb"
 	: >"$TR/trace"
-	echo 1 >"$ev/enable"
-	on_exit "echo 0 >$ev/enable; echo 0 >$TR/tracing_on"
+	one_cpu event_enable "$ev" 1
+	on_exit "one_cpu event_enable $ev 0; echo 0 >$TR/tracing_on"
 	echo 1 >"$TR/tracing_on"
 }
 
@@ -255,7 +281,7 @@ trace_off() {
 	local ev=$TR/events/blkcache/$1
 	[ "$1" != all ] || ev=$TR/events/blkcache
 	echo 0 >"$TR/tracing_on"
-	echo 0 >"$ev/enable"
+	one_cpu event_enable "$ev" 0
 	grep -v '^#' "$TR/trace" || true
 	: >"$TR/trace"
 }
