@@ -143,11 +143,14 @@ dmsetup() {
 	return "$rc"
 }
 
-# Loads a kernel module, failing the test if it cannot be loaded.
+# Loads a kernel module, failing the test if it cannot be loaded.  With
+# CPU 0 alone online (one_cpu): a module's init may switch a static key
+# in text that runs (6.1's async_tx, which raid456 pulls in, does).
 need_module() {
 	local m
 	for m in "$@"; do
-		modprobe "$m" || fail "modprobe $m failed"
+		[ -d "/sys/module/${m//-/_}" ] && continue
+		one_cpu modprobe "$m" || fail "modprobe $m failed"
 	done
 }
 
@@ -231,23 +234,31 @@ dev_bytes() {
 	blockdev --getsize64 "$1"
 }
 
-# one_cpu CMD...: run CMD with every CPU but CPU 0 offline, and bring
-# them back after.  For whatever patches kernel text (a tracepoint's
-# switch): QEMU 7.2's multi-threaded TCG runs stale code on a vCPU that
-# runs while another patches it (testing.rst, "QEMU and TCG"), which is
-# also why scripts/vm boots on one CPU.
+# one_cpu CMD...: run CMD with every CPU but CPU 0 offline, then bring
+# them back; returns CMD's status, or 1 if a CPU would not go offline (CMD
+# is then not run) or come back.  For whatever patches kernel text (a
+# tracepoint's switch): QEMU 7.2's multi-threaded TCG runs stale code on a
+# vCPU that runs while another patches it, and scripts/vm fails a run in
+# which that happened (testing.rst, "QEMU and TCG").  It does not call
+# fail: it also runs from on_exit.  CMD runs with set -e off.
 one_cpu() {
 	local c o offlined=() rc=0
 	for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
 		[ -e "$c" ] || continue
 		read -r o <"$c"
 		[ "$o" = 1 ] || continue
-		echo 0 >"$c" || fail "cannot take ${c%/online} offline"
+		if ! echo 0 >"$c"; then
+			log "cannot take ${c%/online} offline"
+			rc=1
+			break
+		fi
 		offlined+=("$c")
 	done
-	"$@" || rc=$?
+	if [ "$rc" = 0 ]; then
+		"$@" || rc=$?
+	fi
 	for c in "${offlined[@]}"; do
-		echo 1 >"$c" || fail "cannot bring ${c%/online} online"
+		echo 1 >"$c" || { log "cannot bring ${c%/online} online"; rc=1; }
 	done
 	return "$rc"
 }
@@ -270,8 +281,9 @@ trace_on() {
 	echo 0 >"$TR/tracing_on"
 	echo "$2" >"$TR/buffer_size_kb"
 	: >"$TR/trace"
-	one_cpu event_enable "$ev" 1
-	on_exit "one_cpu event_enable $ev 0; echo 0 >$TR/tracing_on"
+	one_cpu event_enable "$ev" 1 || fail "cannot switch on $ev"
+	# (blkcache may be unloaded by then, its events gone with it)
+	on_exit "[ ! -e $ev/enable ] || one_cpu event_enable $ev 0; echo 0 >$TR/tracing_on"
 	echo 1 >"$TR/tracing_on"
 }
 
@@ -281,7 +293,7 @@ trace_off() {
 	local ev=$TR/events/blkcache/$1
 	[ "$1" != all ] || ev=$TR/events/blkcache
 	echo 0 >"$TR/tracing_on"
-	one_cpu event_enable "$ev" 0
+	one_cpu event_enable "$ev" 0 || fail "cannot switch off $ev"
 	grep -v '^#' "$TR/trace" || true
 	: >"$TR/trace"
 }

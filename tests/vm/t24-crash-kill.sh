@@ -48,6 +48,7 @@ first_boot() {
 recover() {
 	# shellcheck source=/dev/null
 	. "$STATE"
+	need_module raid456
 	# shellcheck disable=SC2086  # a list of devices
 	mdadm --assemble --run --quiet /dev/md0 $BKC_HDDS </dev/null ||
 		fail "mdadm --assemble failed"

@@ -184,7 +184,8 @@ wait_for /dev/mapper/bkcdata
 dd if=/dev/zero of=/dev/mapper/bkcmeta bs=4k count=1 oflag=direct status=none
 # 64 MiB of real space under 1 GiB: writes past it fail with ENOSPC.  The
 # boot's first thin-pool table switches a static key of dm-mod: one_cpu.
-one_cpu dmsetup create bkcpool --table "0 131072 thin-pool /dev/mapper/bkcmeta /dev/mapper/bkcdata 128 0 2 skip_block_zeroing error_if_no_space"
+one_cpu dmsetup create bkcpool --table "0 131072 thin-pool /dev/mapper/bkcmeta /dev/mapper/bkcdata 128 0 2 skip_block_zeroing error_if_no_space" ||
+	fail "cannot create the thin pool"
 wait_for /dev/mapper/bkcpool
 dmsetup message bkcpool 0 "create_thin 0"
 dmsetup create bkcthin --table "0 2097152 thin /dev/mapper/bkcpool 0"
