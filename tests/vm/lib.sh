@@ -10,7 +10,12 @@
 # the test if the kernel log shows a BUG, an oops, a WARNING or a call trace.
 #
 # Environment from scripts/vm: BKC_HDDS BKC_SSD BKC_SCRATCH BKC_REPO
-# BKC_RESULTS BKC_KVER BKC_KO.
+# BKC_RESULTS BKC_KVER BKC_KO BKC_TEXT_POKE.
+#
+# Whatever patches kernel text (a module's init, a tracepoint's switch,
+# some device-mapper tables) runs through one_cpu: scripts/vm fails a run
+# that patched text with two CPUs online.  Load modules with need_module,
+# not through the kernel's auto-loading (mdadm, dmsetup, mount).
 
 set -euo pipefail
 

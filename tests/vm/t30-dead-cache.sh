@@ -139,7 +139,7 @@ sd_dev() {
 	echo "$last"
 }
 modprobe -r scsi_debug 2>/dev/null || true
-modprobe scsi_debug dev_size_mb=400 max_luns=1 num_tgts=1 ||
+one_cpu modprobe scsi_debug dev_size_mb=400 max_luns=1 num_tgts=1 ||
 	fail "modprobe scsi_debug failed"
 # sd_wait: the newest scsi_debug disk, once its /dev node exists
 sd_wait() {
