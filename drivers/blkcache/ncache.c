@@ -3,11 +3,16 @@
  * The btree node cache.
  *
  * Nodes are found by bucket in a hash table.  The core pins the nodes it
- * uses (get/alloc ... put); unpinned nodes sit on an LRU list, and the
- * shrinker frees the oldest of them that have nothing unwritten.  The
- * core keeps pinned, besides the path it is working on, the root and
- * every node with unwritten changes, so an unpinned clean node is not
- * referenced by anything and may go at any time.
+ * uses (get/alloc ... put).  Every node in the table is on one list in
+ * the order it came in; a get marks the node used, and the shrinker
+ * walks the list from its oldest end: a node used since the walk last
+ * passed it goes to the young end instead (a second chance), an unused
+ * one with nothing unwritten is freed.  So a get or put, which every
+ * I/O makes, only counts the pin and sets the mark, and never moves the
+ * node on the list.  The core keeps pinned, besides the path it is
+ * working on, the root and every node with unwritten changes, so an
+ * unpinned clean node is not referenced by anything and may go at any
+ * time.
  *
  * get() may read a node from disk; reads are serialised by io_lock and
  * run under the tree lock's read side, which other readers share.  In
@@ -32,8 +37,9 @@ struct bkc_nc_node {
 	struct bkc_node		n;	/* n.priv points back here */
 	struct bkc_ncache	*nc;
 	struct hlist_node	hash;
-	struct list_head	lru;
+	struct list_head	lru;		/* on nc->lru while hashed */
 	int			pins;
+	bool			used;		/* got since the shrinker passed */
 	bool			hashed;
 	bool			dropped;
 };
@@ -105,12 +111,20 @@ static void nc_free(struct bkc_nc_node *x)
 }
 
 /* Pin @x; caller holds nc->lock. */
-static void nc_pin(struct bkc_ncache *nc, struct bkc_nc_node *x)
+static void nc_pin(struct bkc_nc_node *x)
 {
-	if (!x->pins++ && !list_empty(&x->lru)) {
-		list_del_init(&x->lru);
-		nc->nr_lru--;
-	}
+	x->pins++;
+	x->used = true;
+}
+
+/* Put new node @x in the table and on the list; caller holds nc->lock. */
+static void nc_hash(struct bkc_ncache *nc, struct bkc_nc_node *x)
+{
+	x->hashed = true;
+	hlist_add_head(&x->hash, nc_bucket(nc, x->n.bucket));
+	list_add_tail(&x->lru, &nc->lru);
+	nc->nr++;
+	nc->nr_lru++;
 }
 
 static int nc_get(void *ctx, const struct bkc_nptr *p, u64 lo, u64 hi,
@@ -124,7 +138,7 @@ static int nc_get(void *ctx, const struct bkc_nptr *p, u64 lo, u64 hi,
 	spin_lock(&nc->lock);
 	x = nc_find(nc, p->bucket);
 	if (x)
-		nc_pin(nc, x);
+		nc_pin(x);
 	spin_unlock(&nc->lock);
 	if (x)
 		goto found;
@@ -145,7 +159,7 @@ static int nc_get(void *ctx, const struct bkc_nptr *p, u64 lo, u64 hi,
 	spin_lock(&nc->lock);
 	x = nc_find(nc, p->bucket);
 	if (x)
-		nc_pin(nc, x);
+		nc_pin(x);
 	spin_unlock(&nc->lock);
 	if (x) {
 		mutex_unlock(&nc->io_lock);
@@ -170,9 +184,7 @@ static int nc_get(void *ctx, const struct bkc_nptr *p, u64 lo, u64 hi,
 	}
 	spin_lock(&nc->lock);
 	x->pins = 1;
-	x->hashed = true;
-	hlist_add_head(&x->hash, nc_bucket(nc, x->n.bucket));
-	nc->nr++;
+	nc_hash(nc, x);
 	nc->reads++;
 	spin_unlock(&nc->lock);
 	mutex_unlock(&nc->io_lock);
@@ -189,14 +201,7 @@ static void nc_put(void *ctx, struct bkc_node *n)
 	bool free = false;
 
 	spin_lock(&nc->lock);
-	if (!--x->pins) {
-		if (x->dropped) {
-			free = true;
-		} else {
-			list_add_tail(&x->lru, &nc->lru);
-			nc->nr_lru++;
-		}
-	}
+	free = !--x->pins && x->dropped;
 	spin_unlock(&nc->lock);
 	if (free)
 		nc_free(x);
@@ -210,10 +215,8 @@ static struct bkc_node *nc_new(void *ctx, u64 bucket)
 
 	x->n.bucket = bucket;
 	x->pins = 1;
-	x->hashed = true;
 	spin_lock(&nc->lock);
-	hlist_add_head(&x->hash, nc_bucket(nc, bucket));
-	nc->nr++;
+	nc_hash(nc, x);
 	spin_unlock(&nc->lock);
 	return &x->n;
 }
@@ -223,17 +226,13 @@ static bool nc_unhash(struct bkc_ncache *nc, struct bkc_nc_node *x)
 {
 	if (x->hashed) {
 		hlist_del_init(&x->hash);
+		list_del_init(&x->lru);
 		x->hashed = false;
 		nc->nr--;
-	}
-	x->dropped = true;
-	if (x->pins)
-		return false;
-	if (!list_empty(&x->lru)) {
-		list_del_init(&x->lru);
 		nc->nr_lru--;
 	}
-	return true;
+	x->dropped = true;
+	return !x->pins;
 }
 
 static void nc_drop(void *ctx, struct bkc_node *n)
@@ -285,7 +284,7 @@ static unsigned long nc_scan(struct shrinker *s, struct shrink_control *sc)
 {
 	struct bkc_ncache *nc = bkc_shrinker_priv(s);
 	struct bkc_nc_node *x, *tmp;
-	unsigned long freed = 0, scanned = 0;
+	unsigned long freed = 0, scanned = 0, aged = 0;
 	LIST_HEAD(victims);
 
 	/*
@@ -301,6 +300,16 @@ static unsigned long nc_scan(struct shrinker *s, struct shrink_control *sc)
 			break;
 		if (!nc_evictable(x))
 			continue;
+		if (x->used) {
+			/*
+			 * Used since the last pass: to the young end, where
+			 * this walk may meet it again if its budget lasts.
+			 */
+			x->used = false;
+			list_move_tail(&x->lru, &nc->lru);
+			aged++;
+			continue;
+		}
 		nc_unhash(nc, x);
 		list_add(&x->lru, &victims);
 		freed++;
@@ -310,7 +319,8 @@ static unsigned long nc_scan(struct shrinker *s, struct shrink_control *sc)
 	up_read(&nc->set->lock);
 	list_for_each_entry_safe(x, tmp, &victims, lru)
 		nc_free(x);
-	return freed ? freed : SHRINK_STOP;
+	/* nodes that only aged: the next call may free them */
+	return freed || aged ? freed : SHRINK_STOP;
 }
 
 int bkc_ncache_init(struct bkc_ncache *nc, struct bkc_set *set,
@@ -356,21 +366,12 @@ int bkc_pins_get(struct bkc_set *set, struct bkc_pins *p, u64 from, u64 to)
 {
 	int r;
 
-	down_read(&set->lock);
-	r = bkc_pins_add(set, p, from, to);
-	up_read(&set->lock);
-	return r;
-}
-
-/* bkc_pins_get() for a caller that holds the set lock's read side. */
-int bkc_pins_add(struct bkc_set *set, struct bkc_pins *p, u64 from, u64 to)
-{
-	int r;
-
 	if (p->nr == BKC_PINS_MAX)
 		return 0;
+	down_read(&set->lock);
 	r = bkc_core_pin_range(set->core, from, to, p->n + p->nr,
 			       BKC_PINS_MAX - p->nr);
+	up_read(&set->lock);
 	if (r == -E2BIG) {
 		p->nr = BKC_PINS_MAX;
 		return 0;

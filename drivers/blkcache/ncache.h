@@ -22,9 +22,9 @@ struct bkc_ncache {
 	spinlock_t		lock;		/* hash, lru, pins, counts */
 	struct mutex		io_lock;	/* one node read at a time */
 	struct hlist_head	*hash;
-	struct list_head	lru;		/* unpinned nodes, oldest first */
+	struct list_head	lru;		/* hashed nodes, oldest first */
 	unsigned long		nr;		/* nodes in memory */
-	unsigned long		nr_lru;
+	unsigned long		nr_lru;		/* nodes on lru */
 	u32			node_bytes;
 	u32			base_bytes;
 	u32			delta_bytes;
@@ -46,7 +46,6 @@ struct bkc_pins {
 };
 
 int bkc_pins_get(struct bkc_set *set, struct bkc_pins *p, u64 from, u64 to);
-int bkc_pins_add(struct bkc_set *set, struct bkc_pins *p, u64 from, u64 to);
 void bkc_pins_put(struct bkc_set *set, struct bkc_pins *p);
 
 int bkc_ncache_init(struct bkc_ncache *nc, struct bkc_set *set,

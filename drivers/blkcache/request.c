@@ -1961,14 +1961,13 @@ void bkc_insert_work(struct work_struct *work)
 		bkc_ack_waiters_send(set);
 		return;
 	}
-	/* the leaves of the batch first (see bkc_set_lock()) */
-	down_read(&set->lock);
-	llist_for_each_entry(r, list, ll)
-		if (r->stage != BKC_ST_FLUSHQ)
-			bkc_pins_add(set, &pins, bkc_pos(r->b->dev_id, r->lba),
-				     bkc_pos(r->b->dev_id,
-					     r->lba + r->sectors));
-	up_read(&set->lock);
+	/*
+	 * The leaves of the batch are nearly always in memory (those with
+	 * dirty keys are never evicted), so they are not pinned beforehand:
+	 * a write whose leaf is not finds out with -EDEADLK below and pins
+	 * it then (see bkc_set_lock()).  Pinning each write's leaves first
+	 * cost a descent of the tree per write.
+	 */
 	bkc_set_lock(set);
 	llist_for_each_entry(r, list, ll) {
 		if (r->stage == BKC_ST_FLUSHQ)

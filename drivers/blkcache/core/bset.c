@@ -62,13 +62,22 @@ u32 bkc_keys_find(const struct bkc_key *k, u32 n, u64 pos)
 	return i < n && k[i].pos == pos ? i : n;
 }
 
+/* Keys a paint steps over one by one before it searches for its end. */
+#define BKC_PAINT_PROBE	4
+
 int bkc_keys_paint(struct bkc_key *d, u32 *np, u32 cap,
 		   const struct bkc_key *k)
 {
-	u64 kend = bkc_key_end(k);
-	u32 n = *np, i, j;
+	return bkc_keys_paint_at(d, np, cap, k,
+				 bkc_keys_first_after(d, *np, k->pos));
+}
 
-	i = bkc_keys_first_after(d, n, k->pos);
+int bkc_keys_paint_at(struct bkc_key *d, u32 *np, u32 cap,
+		      const struct bkc_key *k, u32 i)
+{
+	u64 kend = bkc_key_end(k);
+	u32 n = *np, j, probe;
+
 	if (i < n && d[i].pos < k->pos && bkc_key_end(&d[i]) > kend) {
 		/* @k falls strictly inside d[i]: left part, @k, right part */
 		struct bkc_key right = d[i];
@@ -86,7 +95,12 @@ int bkc_keys_paint(struct bkc_key *d, u32 *np, u32 cap,
 	j = i;
 	if (j < n && d[j].pos < k->pos)
 		j++;		/* d[i] keeps its front */
-	j += bkc_keys_first_after(&d[j], n - j, kend);
+	/* a new key covers few old ones: look at the next few first */
+	for (probe = 0; j < n && bkc_key_end(&d[j]) <= kend; j++)
+		if (++probe == BKC_PAINT_PROBE) {
+			j += bkc_keys_first_after(&d[j], n - j, kend);
+			break;
+		}
 	/* d[i or i+1 .. j) lie inside @k; d[j] may overlap its end */
 	if (i < n && d[i].pos < k->pos) {
 		if (n - (j - i - 1) + 1 > cap)

@@ -31,6 +31,12 @@ u32 bkc_keys_find(const struct bkc_key *k, u32 n, u64 pos);
  */
 int bkc_keys_paint(struct bkc_key *d, u32 *n, u32 cap,
 		   const struct bkc_key *k);
+/*
+ * The same, @i being bkc_keys_first_after(d, *n, k->pos), which the
+ * caller has already.
+ */
+int bkc_keys_paint_at(struct bkc_key *d, u32 *n, u32 cap,
+		      const struct bkc_key *k, u32 i);
 
 /*
  * Write @base overlaid with @delta (newer; holes erase) into @out, adjacent

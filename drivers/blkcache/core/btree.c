@@ -463,11 +463,11 @@ static int leaf_compact(struct bkc_btree *t, struct path_ent *path)
  */
 typedef int (*piece_fn)(void *arg, const struct bkc_key *k);
 
-static int leaf_walk(const struct bkc_node *n, u64 s, u64 e, piece_fn fn,
-		     void *arg)
+/* leaf_walk() with @j = bkc_keys_first_after(n->delta, n->ndelta, s). */
+static int leaf_walk_at(const struct bkc_node *n, u64 s, u64 e, u32 j,
+			piece_fn fn, void *arg)
 {
 	u32 i = bkc_keys_first_after(n->base, n->nbase, s);
-	u32 j = bkc_keys_first_after(n->delta, n->ndelta, s);
 	struct bkc_key k;
 	u64 cur = s;
 	int ret;
@@ -525,6 +525,14 @@ static int leaf_walk(const struct bkc_node *n, u64 s, u64 e, piece_fn fn,
 		}
 	}
 	return 0;
+}
+
+static int leaf_walk(const struct bkc_node *n, u64 s, u64 e, piece_fn fn,
+		     void *arg)
+{
+	return leaf_walk_at(n, s, e,
+			    bkc_keys_first_after(n->delta, n->ndelta, s),
+			    fn, arg);
 }
 
 /* A piece of an older key that an insert replaces. */
@@ -592,6 +600,7 @@ int bkc_btree_insert(struct bkc_btree *t, const struct bkc_key *key, u64 jseq)
 	while (k.len) {
 		struct bkc_node *n;
 		u64 end;
+		u32 j;
 
 		if (bkc_alloc_avail(t->alloc, BKC_ALLOC_BTREE) <
 		    bkc_btree_insert_reserve(t)) {
@@ -617,10 +626,12 @@ int bkc_btree_insert(struct bkc_btree *t, const struct bkc_key *key, u64 jseq)
 		piece = k;
 		end = min_t(u64, bkc_key_end(&k), n->hi);
 		bkc_key_cut_back(&piece, end - k.pos);
+		/* where the piece goes in the delta: for both, searched once */
+		j = bkc_keys_first_after(n->delta, n->ndelta, piece.pos);
 		if (!t->no_account)
-			leaf_walk(n, piece.pos, end, account_sub, t);
-		ret = bkc_keys_paint(n->delta, &n->ndelta, t->delta_keys,
-				     &piece);
+			leaf_walk_at(n, piece.pos, end, j, account_sub, t);
+		ret = bkc_keys_paint_at(n->delta, &n->ndelta, t->delta_keys,
+					&piece, j);
 		if (!ret) {
 			if (!t->no_account)
 				bkc_alloc_account(t->alloc, &piece, 1);
