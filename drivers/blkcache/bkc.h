@@ -123,7 +123,7 @@ struct bkc_set {
 	 * The metadata core; everything in it is under @lock.  Take it for
 	 * writing with bkc_set_lock(): the node cache never reads a node
 	 * from disk for its holder (it gets -EDEADLK; callers pin the
-	 * leaves they need first, bkc_pins_get()).
+	 * leaves they need, bkc_pins_get(), first or on -EDEADLK).
 	 */
 	struct bkc_core		*core;
 	struct rw_semaphore	lock;		/* read: lookups; write: rest */

@@ -3,24 +3,24 @@
  * The btree node cache.
  *
  * Nodes are found by bucket in a hash table.  The core pins the nodes it
- * uses (get/alloc ... put).  Every node in the table is on one list in
- * the order it came in; a get marks the node used, and the shrinker
- * walks the list from its oldest end: a node used since the walk last
- * passed it goes to the young end instead (a second chance), an unused
- * one with nothing unwritten is freed.  So a get or put, which every
- * I/O makes, only counts the pin and sets the mark, and never moves the
- * node on the list.  The core keeps pinned, besides the path it is
- * working on, the root and every node with unwritten changes, so an
- * unpinned clean node is not referenced by anything and may go at any
- * time.
+ * uses (get/alloc ... put).  Every node in the table is on one list; a
+ * get of a node in the table marks it used.  The shrinker walks the list
+ * from its head and moves each node it passes to the tail: a used one
+ * loses its mark (a second chance), one it may not evict (below) stays,
+ * an unused evictable one is freed.  So a get or put, which every I/O
+ * makes, only counts the pin and sets the mark, and never moves the node
+ * on the list.  The core keeps pinned, besides the path it is working
+ * on, the root and every node with unwritten changes, so an unpinned
+ * clean node is not referenced by anything and may go at any time.
  *
  * get() may read a node from disk; reads are serialised by io_lock and
  * run under the tree lock's read side, which other readers share.  In
  * ->submit_bio context it never reads: it returns -EAGAIN instead; for a
  * holder of the set lock for writing it returns -EDEADLK (a node read
  * would stall all I/O of the set): such callers pin the leaves they need
- * beforehand, under the read side (bkc_pins_get()), and while the lock is
- * held for writing the shrinker evicts nothing.
+ * under the read side (bkc_pins_get()), beforehand or when they meet
+ * -EDEADLK, and while the lock is held for writing the shrinker evicts
+ * nothing.
  *
  * Nodes come from a mempool with a reserve for the deepest insert, so
  * that memory pressure makes I/O wait, never fail.
@@ -124,7 +124,6 @@ static void nc_hash(struct bkc_ncache *nc, struct bkc_nc_node *x)
 	hlist_add_head(&x->hash, nc_bucket(nc, x->n.bucket));
 	list_add_tail(&x->lru, &nc->lru);
 	nc->nr++;
-	nc->nr_lru++;
 }
 
 static int nc_get(void *ctx, const struct bkc_nptr *p, u64 lo, u64 hi,
@@ -198,7 +197,7 @@ static void nc_put(void *ctx, struct bkc_node *n)
 	struct bkc_set *set = ctx;
 	struct bkc_ncache *nc = &set->nc;
 	struct bkc_nc_node *x = to_ncn(n);
-	bool free = false;
+	bool free;
 
 	spin_lock(&nc->lock);
 	free = !--x->pins && x->dropped;
@@ -229,7 +228,6 @@ static bool nc_unhash(struct bkc_ncache *nc, struct bkc_nc_node *x)
 		list_del_init(&x->lru);
 		x->hashed = false;
 		nc->nr--;
-		nc->nr_lru--;
 	}
 	x->dropped = true;
 	return !x->pins;
@@ -277,7 +275,8 @@ static unsigned long nc_count(struct shrinker *s, struct shrink_control *sc)
 {
 	struct bkc_ncache *nc = bkc_shrinker_priv(s);
 
-	return READ_ONCE(nc->nr_lru);
+	/* a bound: pinned, interior and dirty nodes are not freeable */
+	return READ_ONCE(nc->nr);
 }
 
 static unsigned long nc_scan(struct shrinker *s, struct shrink_control *sc)
@@ -298,16 +297,21 @@ static unsigned long nc_scan(struct shrinker *s, struct shrink_control *sc)
 	list_for_each_entry_safe(x, tmp, &nc->lru, lru) {
 		if (scanned++ >= sc->nr_to_scan)
 			break;
-		if (!nc_evictable(x))
-			continue;
+		/*
+		 * Each node passed goes to the tail, where this walk may meet
+		 * it again if its budget lasts: one used since the last pass
+		 * loses its mark, one that may not go stays as it is (kept at
+		 * the head, the root and the interior nodes, read first,
+		 * would end every walk before it reached a leaf).
+		 */
 		if (x->used) {
-			/*
-			 * Used since the last pass: to the young end, where
-			 * this walk may meet it again if its budget lasts.
-			 */
 			x->used = false;
 			list_move_tail(&x->lru, &nc->lru);
 			aged++;
+			continue;
+		}
+		if (!nc_evictable(x)) {
+			list_move_tail(&x->lru, &nc->lru);
 			continue;
 		}
 		nc_unhash(nc, x);
@@ -320,7 +324,7 @@ static unsigned long nc_scan(struct shrinker *s, struct shrink_control *sc)
 	list_for_each_entry_safe(x, tmp, &victims, lru)
 		nc_free(x);
 	/* nodes that only aged: the next call may free them */
-	return freed || aged ? freed : SHRINK_STOP;
+	return (freed || aged) ? freed : SHRINK_STOP;
 }
 
 int bkc_ncache_init(struct bkc_ncache *nc, struct bkc_set *set,
@@ -417,6 +421,7 @@ void bkc_ncache_exit(struct bkc_ncache *nc)
 			}
 		}
 	}
+	INIT_LIST_HEAD(&nc->lru);
 	mempool_destroy(nc->pool);
 	nc->pool = NULL;
 	kvfree(nc->hash);

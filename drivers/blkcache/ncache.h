@@ -23,8 +23,7 @@ struct bkc_ncache {
 	struct mutex		io_lock;	/* one node read at a time */
 	struct hlist_head	*hash;
 	struct list_head	lru;		/* hashed nodes, oldest first */
-	unsigned long		nr;		/* nodes in memory */
-	unsigned long		nr_lru;		/* nodes on lru */
+	unsigned long		nr;		/* nodes in memory, on lru */
 	u32			node_bytes;
 	u32			base_bytes;
 	u32			delta_bytes;

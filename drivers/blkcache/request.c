@@ -1962,11 +1962,12 @@ void bkc_insert_work(struct work_struct *work)
 		return;
 	}
 	/*
-	 * The leaves of the batch are nearly always in memory (those with
-	 * dirty keys are never evicted), so they are not pinned beforehand:
-	 * a write whose leaf is not finds out with -EDEADLK below and pins
-	 * it then (see bkc_set_lock()).  Pinning each write's leaves first
-	 * cost a descent of the tree per write.
+	 * The leaves of the batch are not pinned beforehand: they are in
+	 * memory nearly always (leaves holding dirty keys are never
+	 * evicted, the others only under memory pressure).  A write whose
+	 * leaf is not finds out with -EDEADLK below and pins it then (see
+	 * bkc_set_lock()).  Pinning each write's leaves first cost a descent
+	 * of the tree per write.
 	 */
 	bkc_set_lock(set);
 	llist_for_each_entry(r, list, ll) {

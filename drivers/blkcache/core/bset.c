@@ -96,11 +96,12 @@ int bkc_keys_paint_at(struct bkc_key *d, u32 *np, u32 cap,
 	if (j < n && d[j].pos < k->pos)
 		j++;		/* d[i] keeps its front */
 	/* a new key covers few old ones: look at the next few first */
-	for (probe = 0; j < n && bkc_key_end(&d[j]) <= kend; j++)
+	for (probe = 0; j < n && bkc_key_end(&d[j]) <= kend; j++) {
 		if (++probe == BKC_PAINT_PROBE) {
 			j += bkc_keys_first_after(&d[j], n - j, kend);
 			break;
 		}
+	}
 	/* d[i or i+1 .. j) lie inside @k; d[j] may overlap its end */
 	if (i < n && d[i].pos < k->pos) {
 		if (n - (j - i - 1) + 1 > cap)
