@@ -131,7 +131,6 @@ enum {
 	RQ_BACK_ERR	= 1 << 5,
 	RQ_PROMOTE	= 1 << 6,
 	RQ_WHIT		= 1 << 7,	/* its keys replaced cached data */
-	RQ_NOINVAL	= 1 << 8,	/* no invalidation needed */
 	RQ_WBCOUNT	= 1 << 9,	/* counted in wb.wb_writes */
 	RQ_RELOOKUP	= 1 << 10,	/* a dirty hit went stale: read again */
 	RQ_ACCT		= 1 << 11,	/* I/O accounting started */
@@ -1857,37 +1856,67 @@ static int bkc_apply(struct bkc_req *r)
 	 * over the range or forgets it.  Where that drops dirty data, the
 	 * backing device must be flushed first (design.md C3, C4).
 	 */
-	if (!(r->flags & RQ_FLUSHED) && bkc_core_dev_dirty(c, dev)) {
-		ret = bkc_core_lookup(c, dev, r->lba, r->sectors,
-				      bkc_has_dirty, NULL);
-		if (ret)
-			return ret < 0 ? ret : -EINPROGRESS;
-	}
-	if (r->route == BKC_RT_WT && !(r->flags & RQ_CACHE_ERR))
-		return bkc_apply_keys(r, false);
-	/* a bypassed write already looked in bkc_write() and found keys */
-	if (!(r->flags & RQ_NOINVAL) && r->route != BKC_RT_AROUND) {
-		ret = bkc_core_lookup(c, dev, r->lba, r->sectors, bkc_has_key,
-				      NULL);
-		if (ret < 0)
-			return ret;
-		if (!ret)
-			r->flags |= RQ_NOINVAL;
-		ret = 0;
-	}
-	/* in pieces that span few leaves (their pins fit, bkc_pins_get()) */
-	for (lba = r->lba + ((u64)r->applied << BKC_INVAL_SHIFT);
-	     !(r->flags & RQ_NOINVAL) && lba < r->lba + r->sectors && !ret;
-	     lba += 1U << BKC_INVAL_SHIFT) {
-		ret = bkc_core_invalidate(c, dev, lba,
-					  min_t(u64, 1U << BKC_INVAL_SHIFT,
-						r->lba + r->sectors - lba), &seq);
-		if (!ret) {
-			r->jseq = seq;
-			r->applied++;
+	if (r->route == BKC_RT_WT && !(r->flags & RQ_CACHE_ERR)) {
+		if (!(r->flags & RQ_FLUSHED) && bkc_core_dev_dirty(c, dev)) {
+			ret = bkc_core_lookup(c, dev, r->lba, r->sectors,
+					      bkc_has_dirty, NULL);
+			if (ret)
+				return ret < 0 ? ret : -EINPROGRESS;
 		}
+		return bkc_apply_keys(r, false);
 	}
-	return ret;
+	/*
+	 * Forget the range in pieces that span few leaves, each looked at on
+	 * its own, so that a range of any size (a discard) needs only the
+	 * leaves of one piece in memory at a time (bkc_apply_range()).
+	 * Pieces before one that holds dirty data may be forgotten before
+	 * the flush it waits for: they held clean data only.
+	 */
+	for (lba = r->lba + ((u64)r->applied << BKC_INVAL_SHIFT);
+	     lba < r->lba + r->sectors; lba += 1U << BKC_INVAL_SHIFT) {
+		u32 len = min_t(u64, 1U << BKC_INVAL_SHIFT,
+				r->lba + r->sectors - lba);
+
+		if (!(r->flags & RQ_FLUSHED) && bkc_core_dev_dirty(c, dev)) {
+			ret = bkc_core_lookup(c, dev, lba, len, bkc_has_dirty,
+					      NULL);
+			if (ret)
+				return ret < 0 ? ret : -EINPROGRESS;
+		}
+		/* a bypassed write already looked in bkc_write(), found keys */
+		if (r->route != BKC_RT_AROUND) {
+			ret = bkc_core_lookup(c, dev, lba, len, bkc_has_key,
+					      NULL);
+			if (ret < 0)
+				return ret;
+		}
+		if (r->route == BKC_RT_AROUND || ret) {
+			ret = bkc_core_invalidate(c, dev, lba, len, &seq);
+			if (ret)
+				return ret;
+			r->jseq = seq;
+		}
+		r->applied++;
+	}
+	return 0;
+}
+
+/*
+ * The range whose leaves bkc_apply() needs next for @r, to pin when it
+ * met one not in memory: the request's for its keys, the piece it stands
+ * at for an invalidation.
+ */
+static void bkc_apply_range(struct bkc_req *r, u64 *from, u64 *to)
+{
+	u64 end = r->lba + r->sectors;
+
+	*from = r->lba;
+	*to = end;
+	if (r->route == BKC_RT_WB ||
+	    (r->route == BKC_RT_WT && !(r->flags & RQ_CACHE_ERR)))
+		return;
+	*from += (u64)r->applied << BKC_INVAL_SHIFT;
+	*to = min_t(u64, end, *from + (1U << BKC_INVAL_SHIFT));
 }
 
 static void bkc_fua_done(struct bkc_jwait *jw, int err)
@@ -1954,7 +1983,7 @@ void bkc_insert_work(struct work_struct *work)
 	struct bkc_pins pins = {};
 	struct bkc_req *r, *tmp;
 	bool noted = false, defer = false;
-	u32 tries;
+	u32 tries, at;
 	int ret;
 
 	if (!list) {
@@ -1999,16 +2028,23 @@ void bkc_insert_work(struct work_struct *work)
 			bkc_req_error(r, BLK_STS_IOERR);
 			continue;
 		}
-		for (tries = 0;;) {
+		for (tries = 0, at = r->applied;;) {
 			ret = bkc_apply(r);
+			/* tries count from the last piece applied */
+			if (ret == -EDEADLK && r->applied != at) {
+				at = r->applied;
+				tries = 0;
+			}
 			if (ret == -EDEADLK && tries++ < 8) {
-				/* a leaf of @r is not in memory: pin it */
+				u64 from, to;
+
+				/* a leaf @r needs is not in memory: pin it */
+				bkc_apply_range(r, &from, &to);
 				bkc_set_unlock(set);
 				bkc_pins_put(set, &pins);
 				ret = bkc_pins_get(set, &pins,
-						   bkc_pos(r->b->dev_id, r->lba),
-						   bkc_pos(r->b->dev_id,
-							   r->lba + r->sectors));
+						   bkc_pos(r->b->dev_id, from),
+						   bkc_pos(r->b->dev_id, to));
 				bkc_set_lock(set);
 				if (ret)
 					break;

@@ -13,7 +13,8 @@
 #      "dirty" whenever dirty data exists;
 #   4. memory pressure: the node cache gives memory back
 #      (drop_caches), and fio --verify while stress-ng drives the guest
-#      into reclaim sees no error;
+#      into reclaim sees no error; a discard over 96 MiB of leaves that
+#      are not in memory leaves the set up and the range uncached;
 #   5. a RAID5 member failed (mdadm --fail) during writeback: the drain
 #      finishes degraded and the data checks on md0;
 #   6. the cache device formatted again with the same set uuid: the old
@@ -144,6 +145,52 @@ check_region press 128 32 42
 wait "$hog" || true
 check_dmesg || fail "the kernel complained under memory pressure"
 log "no I/O error under memory pressure"
+
+# -- 4b. a discard over leaves not in memory --------------------------------
+# Forgetting a range (a bypassed write, a discard) needs the leaves of
+# each 2 MiB piece in memory, one piece at a time.  96 MiB of 4k keys in
+# leaves of 16 KiB over a scratch disk (md0 takes no discards), the set
+# registered again and the node cache emptied, then one discard of it
+# all: the set stays up (it failed, "cannot record a write (-35)", while
+# only the 16 leaves from the start of a range were pinned for it), and
+# the range then reads as misses.
+stop_all
+read -r -a scratch <<<"$BKC_SCRATCH"
+out=$("$make_cache" --wipe -b 16k -C "$BKC_SSD" -B "${scratch[0]}" 2>&1) ||
+	fail "make-cache over ${scratch[0]} failed: $out"
+BKC_SET=$(sed -n 's/^Set UUID: *//p' <<<"$out")
+wait_for /dev/cache0
+[ "$(cat /sys/block/cache0/queue/discard_max_bytes)" -ge $((96 << 20)) ] ||
+	fail "cache0 over ${scratch[0]} takes no 96 MiB discard"
+fio --output=/tmp/fio-disc.out --eta=never --name=disc --filename=/dev/cache0 \
+	--direct=1 --ioengine=libaio --iodepth=16 --rw=randwrite --bs=4k \
+	--size=96m --randrepeat=1 ||
+	{ cat /tmp/fio-disc.out; fail "writing 96 MiB of 4k keys failed"; }
+stop_all
+echo "$BKC_SSD" >/sys/fs/blkcache/register || fail "registering $BKC_SSD failed"
+echo "${scratch[0]}" >/sys/fs/blkcache/register ||
+	fail "registering ${scratch[0]} failed"
+wait_for /dev/cache0 30
+sync
+echo 2 >/proc/sys/vm/drop_caches
+log "btree_cache_size $(cat "$(set_attr btree_cache_size)") before the discard"
+blkdiscard -o 0 -l $((96 << 20)) /dev/cache0 || fail "blkdiscard of 96 MiB failed"
+[ "$(state)" = clean ] ||
+	fail "state '$(state)' after a discard over leaves not in memory"
+check_dmesg || fail "the kernel complained about a discard"
+echo 0 >"$BATTR/sequential_cutoff"
+h0=$(stat_get cache_hits)
+m0=$(stat_get cache_misses)
+fio --output=/tmp/fio-disc.out --eta=never --name=disc --filename=/dev/cache0 \
+	--direct=1 --ioengine=psync --rw=read --bs=4k --size=4m ||
+	{ cat /tmp/fio-disc.out; fail "reading the discarded range failed"; }
+h1=$(stat_get cache_hits)
+m1=$(stat_get cache_misses)
+log "a discard of 96 MiB over leaves not in memory, then 1024 reads of it:" \
+	"$((h1 - h0)) hits, $((m1 - m0)) misses"
+if [ "$h1" != "$h0" ] || [ $((m1 - m0)) != 1024 ]; then
+	fail "reads of the discarded range: $((h1 - h0)) hits, $((m1 - m0)) misses"
+fi
 
 # -- 5. a RAID member fails during writeback -------------------------------
 stop_all
