@@ -1857,6 +1857,7 @@ static int bkc_apply(struct bkc_req *r)
 	 * backing device must be flushed first (design.md C3, C4).
 	 */
 	if (r->route == BKC_RT_WT && !(r->flags & RQ_CACHE_ERR)) {
+		/* a request's range: its leaves' pins fit (bkc_pins_get()) */
 		if (!(r->flags & RQ_FLUSHED) && bkc_core_dev_dirty(c, dev)) {
 			ret = bkc_core_lookup(c, dev, r->lba, r->sectors,
 					      bkc_has_dirty, NULL);
@@ -1867,10 +1868,11 @@ static int bkc_apply(struct bkc_req *r)
 	}
 	/*
 	 * Forget the range in pieces that span few leaves, each looked at on
-	 * its own, so that a range of any size (a discard) needs only the
-	 * leaves of one piece in memory at a time (bkc_apply_range()).
-	 * Pieces before one that holds dirty data may be forgotten before
-	 * the flush it waits for: they held clean data only.
+	 * its own, so that a large range (a discard) needs only the leaves
+	 * of one piece in memory at a time (bkc_apply_range()).  Pieces
+	 * before one that holds dirty data may be forgotten before the flush
+	 * it waits for: they held clean data only, which may go whatever
+	 * becomes of the write (design.md C2), also if the flush fails.
 	 */
 	for (lba = r->lba + ((u64)r->applied << BKC_INVAL_SHIFT);
 	     lba < r->lba + r->sectors; lba += 1U << BKC_INVAL_SHIFT) {
@@ -1883,7 +1885,11 @@ static int bkc_apply(struct bkc_req *r)
 			if (ret)
 				return ret < 0 ? ret : -EINPROGRESS;
 		}
-		/* a bypassed write already looked in bkc_write(), found keys */
+		/*
+		 * Bypassed writes forget every piece without a look:
+		 * bkc_write() found keys in their range (or they were
+		 * rerouted, bkc_reroute()).
+		 */
 		if (r->route != BKC_RT_AROUND) {
 			ret = bkc_core_lookup(c, dev, lba, len, bkc_has_key,
 					      NULL);
@@ -2128,8 +2134,9 @@ void bkc_insert_work(struct work_struct *work)
 /*
  * Flush the backing devices of the writes that replace dirty data, then
  * let them apply.  A failed flush fails the write and leaves the dirty
- * data in the cache as it was.  Each write holds its device's inflight
- * reference, so the device stays.
+ * data in the cache as it was (clean pieces of its range forgotten before
+ * it stay forgotten, bkc_apply()).  Each write holds its device's
+ * inflight reference, so the device stays.
  */
 void bkc_bflush_work(struct work_struct *work)
 {

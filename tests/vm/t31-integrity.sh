@@ -14,7 +14,8 @@
 #   4. memory pressure: the node cache gives memory back
 #      (drop_caches), and fio --verify while stress-ng drives the guest
 #      into reclaim sees no error; a discard over 96 MiB of leaves that
-#      are not in memory leaves the set up and the range uncached;
+#      are not in memory (1 MiB of them dirty) leaves the set up and the
+#      range uncached;
 #   5. a RAID5 member failed (mdadm --fail) during writeback: the drain
 #      finishes degraded and the data checks on md0;
 #   6. the cache device formatted again with the same set uuid: the old
@@ -148,12 +149,14 @@ log "no I/O error under memory pressure"
 
 # -- 4b. a discard over leaves not in memory --------------------------------
 # Forgetting a range (a bypassed write, a discard) needs the leaves of
-# each 2 MiB piece in memory, one piece at a time.  96 MiB of 4k keys in
-# leaves of 16 KiB over a scratch disk (md0 takes no discards), the set
-# registered again and the node cache emptied, then one discard of it
-# all: the set stays up (it failed, "cannot record a write (-35)", while
-# only the 16 leaves from the start of a range were pinned for it), and
-# the range then reads as misses.
+# each 2 MiB piece in memory, one piece at a time.  96 MiB of clean 4k
+# keys in leaves of 16 KiB over a scratch disk (md0 takes no discards),
+# 1 MiB of dirty 4k keys at its end, the set registered again and the
+# node cache emptied, then one discard of it all: the set stays up (it
+# failed, "cannot record a write (-35)", while only the 16 leaves from
+# the start of a range were pinned for it), the dirty data goes (after
+# a flush of the scratch disk, the clean pieces before it first), and
+# the range then reads as misses, at its start and at its end.
 stop_all
 read -r -a scratch <<<"$BKC_SCRATCH"
 out=$("$make_cache" --wipe -b 16k -C "$BKC_SSD" -B "${scratch[0]}" 2>&1) ||
@@ -166,6 +169,13 @@ fio --output=/tmp/fio-disc.out --eta=never --name=disc --filename=/dev/cache0 \
 	--direct=1 --ioengine=libaio --iodepth=16 --rw=randwrite --bs=4k \
 	--size=96m --randrepeat=1 ||
 	{ cat /tmp/fio-disc.out; fail "writing 96 MiB of 4k keys failed"; }
+echo 0 >"$BATTR/writeback_running"
+set_mode writeback
+fio --output=/tmp/fio-disc.out --eta=never --name=disc --filename=/dev/cache0 \
+	--direct=1 --ioengine=libaio --iodepth=16 --rw=randwrite --bs=4k \
+	--offset=95m --size=1m --randrepeat=1 ||
+	{ cat /tmp/fio-disc.out; fail "writing 1 MiB of dirty 4k keys failed"; }
+[ "$(dirty_sectors)" -gt 0 ] || fail "no dirty data before the discard"
 stop_all
 echo "$BKC_SSD" >/sys/fs/blkcache/register || fail "registering $BKC_SSD failed"
 echo "${scratch[0]}" >/sys/fs/blkcache/register ||
@@ -173,22 +183,35 @@ echo "${scratch[0]}" >/sys/fs/blkcache/register ||
 wait_for /dev/cache0 30
 sync
 echo 2 >/proc/sys/vm/drop_caches
-log "btree_cache_size $(cat "$(set_attr btree_cache_size)") before the discard"
+size=$(hsize_bytes "$(cat "$(set_attr btree_cache_size)")")
+log "btree_cache_size $size bytes before the discard"
+# the root, an interior node, the leaves of the dirty keys: not 16 leaves
+[ "$size" -lt $((256 << 10)) ] || fail "the node cache kept $size bytes"
 blkdiscard -o 0 -l $((96 << 20)) /dev/cache0 || fail "blkdiscard of 96 MiB failed"
-[ "$(state)" = clean ] ||
-	fail "state '$(state)' after a discard over leaves not in memory"
+# writeback is held: the discard alone took the dirty data
+if [ "$(dirty_sectors)" != 0 ] || [ "$(state)" = "no cache" ]; then
+	fail "state '$(state)', $(dirty_sectors) dirty sectors after a discard over leaves not in memory"
+fi
+echo 1 >"$BATTR/writeback_running"
+for ((i = 0; i < 100; i++)); do
+	[ "$(state)" != clean ] || break
+	sleep 0.1
+done
+[ "$(state)" = clean ] || fail "state '$(state)' after the discard, not clean"
 check_dmesg || fail "the kernel complained about a discard"
 echo 0 >"$BATTR/sequential_cutoff"
 h0=$(stat_get cache_hits)
 m0=$(stat_get cache_misses)
-fio --output=/tmp/fio-disc.out --eta=never --name=disc --filename=/dev/cache0 \
-	--direct=1 --ioengine=psync --rw=read --bs=4k --size=4m ||
-	{ cat /tmp/fio-disc.out; fail "reading the discarded range failed"; }
+for off in 0 92m; do
+	fio --output=/tmp/fio-disc.out --eta=never --name=disc --filename=/dev/cache0 \
+		--direct=1 --ioengine=psync --rw=read --bs=4k --offset=$off --size=4m ||
+		{ cat /tmp/fio-disc.out; fail "reading the discarded range failed"; }
+done
 h1=$(stat_get cache_hits)
 m1=$(stat_get cache_misses)
-log "a discard of 96 MiB over leaves not in memory, then 1024 reads of it:" \
+log "a discard of 96 MiB over leaves not in memory, then 2048 reads of it:" \
 	"$((h1 - h0)) hits, $((m1 - m0)) misses"
-if [ "$h1" != "$h0" ] || [ $((m1 - m0)) != 1024 ]; then
+if [ "$h1" != "$h0" ] || [ $((m1 - m0)) != 2048 ]; then
 	fail "reads of the discarded range: $((h1 - h0)) hits, $((m1 - m0)) misses"
 fi
 
