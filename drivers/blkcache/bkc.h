@@ -68,6 +68,12 @@
 #define BKC_DETACH_RETRY_MAX	(60 * HZ)	/* a failed detach's retry */
 #define BKC_BYPASSED_NR		8	/* bypassed write streams remembered */
 #define BKC_RA_INFLIGHT		16	/* read-around windows in flight */
+/*
+ * Ranges are forgotten in pieces of 2^BKC_INVAL_SHIFT sectors, whose
+ * leaves fit in a struct bkc_pins: with 4 KiB blocks a piece holds at
+ * most 512 keys, a few leaves of any node size.
+ */
+#define BKC_INVAL_SHIFT		12
 
 /* Promotion safety: per-granule write epochs (see request.c). */
 #define BKC_EPOCH_SHIFT		7		/* 64 KiB granules */

@@ -702,14 +702,14 @@ static int bkc_first_key_fn(void *arg, const struct bkc_key *k)
 }
 
 /*
- * Invalidate every key of backing device id @dev_id, a window of 2^12
- * sectors at a time (few leaves, so that their pins fit), starting at
- * each next key still present.
+ * Invalidate every key of backing device id @dev_id, a piece of
+ * 2^BKC_INVAL_SHIFT sectors at a time (few leaves, so that their pins
+ * fit), starting at each next key still present.
  */
 int bkc_invalidate_dev(struct bkc_set *set, u32 dev_id)
 {
 	struct bkc_pins pins = {};
-	const u32 win = 1U << 12;
+	const u32 win = 1U << BKC_INVAL_SHIFT;
 	u32 tries;
 	struct bkc_first_key f;
 	u64 from = bkc_pos(dev_id, 0), to = bkc_pos(dev_id + 1, 0), seq;

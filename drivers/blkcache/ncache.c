@@ -275,7 +275,11 @@ static unsigned long nc_count(struct shrinker *s, struct shrink_control *sc)
 {
 	struct bkc_ncache *nc = bkc_shrinker_priv(s);
 
-	/* a bound: pinned, interior and dirty nodes are not freeable */
+	/*
+	 * Without the lock: a count that is stale by a node or two only
+	 * sizes the next scan.  A bound: pinned, interior and dirty nodes
+	 * are not freeable.
+	 */
 	return READ_ONCE(nc->nr);
 }
 
@@ -300,14 +304,17 @@ static unsigned long nc_scan(struct shrinker *s, struct shrink_control *sc)
 		/*
 		 * Each node passed goes to the tail, where this walk may meet
 		 * it again if its budget lasts: one used since the last pass
-		 * loses its mark, one that may not go stays as it is (kept at
-		 * the head, the root and the interior nodes, read first,
-		 * would end every walk before it reached a leaf).
+		 * loses its mark, one that may not go stays in memory (kept
+		 * at the head, the root and the interior nodes, read first,
+		 * would end every walk before it reached a leaf).  Only
+		 * unpinned leaves that aged count as progress: the root and
+		 * the interior nodes are used by every I/O.
 		 */
 		if (x->used) {
 			x->used = false;
 			list_move_tail(&x->lru, &nc->lru);
-			aged++;
+			if (!x->pins && !x->n.level)
+				aged++;
 			continue;
 		}
 		if (!nc_evictable(x)) {

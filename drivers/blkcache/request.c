@@ -76,7 +76,6 @@
 #define BKC_RA_SECTORS		2048	/* read-around: 1 MiB, one bio */
 #define BKC_RA_HOLES		16	/* pieces of it promoted, at most */
 #define BKC_SEQ_TIMEOUT		(2 * HZ)
-#define BKC_INVAL_SHIFT		12	/* invalidations in 2 MiB pieces */
 #define BKC_ACK_MAX		256	/* acked writes per set, keys not in */
 #define BKC_ACK_BATCH		32	/* the insert worker goes at once */
 
@@ -179,7 +178,7 @@ struct bkc_req {
 	u64			lba;
 	u32			sectors;
 	u32			nseg;
-	u32			applied;	/* segments inserted */
+	u32			applied;	/* segments inserted, or pieces forgotten */
 	unsigned long		retry;		/* segments to re-read */
 	u64			epoch;
 	u64			jseq;
@@ -2001,8 +2000,8 @@ void bkc_insert_work(struct work_struct *work)
 	 * memory nearly always (leaves holding dirty keys are never
 	 * evicted, the others only under memory pressure).  A write whose
 	 * leaf is not finds out with -EDEADLK below and pins it then (see
-	 * bkc_set_lock()).  Pinning each write's leaves first cost a descent
-	 * of the tree per write.
+	 * struct bkc_set's lock).  Pinning each write's leaves first cost a
+	 * descent of the tree per write.
 	 */
 	bkc_set_lock(set);
 	llist_for_each_entry(r, list, ll) {

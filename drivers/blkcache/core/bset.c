@@ -65,13 +65,6 @@ u32 bkc_keys_find(const struct bkc_key *k, u32 n, u64 pos)
 /* Keys a paint steps over one by one before it searches for its end. */
 #define BKC_PAINT_PROBE	4
 
-int bkc_keys_paint(struct bkc_key *d, u32 *np, u32 cap,
-		   const struct bkc_key *k)
-{
-	return bkc_keys_paint_at(d, np, cap, k,
-				 bkc_keys_first_after(d, *np, k->pos));
-}
-
 int bkc_keys_paint_at(struct bkc_key *d, u32 *np, u32 cap,
 		      const struct bkc_key *k, u32 i)
 {

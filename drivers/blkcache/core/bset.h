@@ -26,14 +26,10 @@ u32 bkc_keys_find(const struct bkc_key *k, u32 n, u64 pos);
 
 /*
  * Paint @k (a leaf key or a hole) over the sorted leaf array @d of @*n keys:
- * keys it overlaps are trimmed, split or removed.  Needs room for two more
- * keys.  Returns 0, or -ENOSPC if @cap is too small.
- */
-int bkc_keys_paint(struct bkc_key *d, u32 *n, u32 cap,
-		   const struct bkc_key *k);
-/*
- * The same, @i being bkc_keys_first_after(d, *n, k->pos), which the
- * caller has already.
+ * keys it overlaps are trimmed, split or removed.  @i is
+ * bkc_keys_first_after(d, *n, k->pos), which the caller has already.
+ * Needs room for two more keys.  Returns 0, or -ENOSPC if @cap is too
+ * small.
  */
 int bkc_keys_paint_at(struct bkc_key *d, u32 *n, u32 cap,
 		      const struct bkc_key *k, u32 i);
