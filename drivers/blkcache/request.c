@@ -1669,6 +1669,21 @@ static int bkc_has_dirty(void *arg, const struct bkc_key *k, u64 pos,
 }
 
 /*
+ * The journal entry that a FUA write which records nothing itself waits
+ * for, 0 if none; set->lock held.  Its range may have been forgotten by
+ * an earlier write whose record is not durable yet (a write routed around
+ * the cache): after a power cut the replay would bring the clean data it
+ * forgot back over the FUA write's (design.md C1).  It waits for every
+ * record so far, as a write with records of its own does.
+ */
+static u64 bkc_fua_seq(struct bkc_set *set)
+{
+	u64 seq = bkc_core_flush_seq(set->core);
+
+	return seq > bkc_core_durable_seq(set->core) ? seq : 0;
+}
+
+/*
  * The RAID-stripe rule: in writeback mode, a stream's write that would
  * bypass is cached instead when a stripe it touches already holds dirty
  * data.  Bypassed, it would cost md a partial-stripe write now and, once
@@ -1779,15 +1794,20 @@ static void bkc_write(struct bkc_req *r)
 	 * promotions are kept off by its write epoch.
 	 */
 	if (r->route == BKC_RT_AROUND && r->sectors) {
+		u64 jseq = 0;
 		int has;
 
 		down_read(&set->lock);
 		has = bkc_core_lookup(set->core, b->dev_id, r->lba,
 				      r->sectors, bkc_has_key, NULL);
+		if (r->flags & RQ_FUA)
+			jseq = bkc_fua_seq(set);
 		up_read(&set->lock);
 		/* an acked write's keys go in first, by the insert worker */
-		if (!has && !bkc_acked_any(set, b->dev_id, r->lba, r->sectors))
+		if (!has && !bkc_acked_any(set, b->dev_id, r->lba, r->sectors)) {
 			r->route = BKC_RT_FAST;
+			r->jseq = jseq;
+		}
 	}
 
 	atomic_set(&r->pending, r->nseg + (r->route != BKC_RT_WB) + 1);
@@ -1962,6 +1982,12 @@ static void bkc_write_finish(struct bkc_req *r)
 	bkc_req_complete(r);
 }
 
+/* bkc_write_finish() in process context: a journal wait (jlock) */
+static void bkc_finish_work(struct work_struct *work)
+{
+	bkc_write_finish(container_of(work, struct bkc_req, work));
+}
+
 /*
  * A writeback write that failed on the cache device of a device with no
  * dirty data: write it to the backing device instead, as a bypassed
@@ -2084,6 +2110,8 @@ void bkc_insert_work(struct work_struct *work)
 		}
 		if (r->jseq)
 			noted = true;
+		else if (r->flags & RQ_FUA)
+			r->jseq = bkc_fua_seq(set);
 		bkc_ack_end(r);
 		bkc_release_extents(r);
 		/* a batch of acked writes lets waiting I/O in between keys */
@@ -2298,6 +2326,12 @@ static void bkc_req_done(struct bkc_req *r)
 		return;
 	}
 	if (r->route == BKC_RT_FAST) {
+		/* a FUA write waiting for the journal: not from here */
+		if (r->jseq) {
+			INIT_WORK(&r->work, bkc_finish_work);
+			queue_work(r->set->wq, &r->work);
+			return;
+		}
 		bkc_write_finish(r);
 		return;
 	}
