@@ -15,7 +15,10 @@
  * The writer runs --threads threads, each owning a contiguous slice of the
  * region, writing 1..--max-len blocks at random places with O_DIRECT.  A
  * write with RWF_DSYNC (REQ_FUA; --fua-pct of them) is acknowledged when it
- * completes; the others are acknowledged when an fdatasync (a PREFLUSH)
+ * completes.  It goes through Linux AIO: for a synchronous O_DSYNC write
+ * to a block device the kernel sends a flush after the FUA write
+ * (generic_write_sync()), which would cover a FUA write completed before
+ * it was durable; for an asynchronous one it does not.  The others are acknowledged when an fdatasync (a PREFLUSH)
  * issued after they completed has completed.  Acknowledged writes are
  * appended to DIR/ack-E<epoch>-T<thread>.log as (gen, block, nblocks)
  * records right after the acknowledgement, so the log never claims more
@@ -34,6 +37,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/aio_abi.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -42,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -153,6 +158,7 @@ struct wthread {
 	unsigned int id;
 	uint64_t lo, hi;		/* blocks [lo, hi) of the region */
 	int fd, logfd;
+	aio_context_t aio;		/* for FUA writes */
 	uint64_t rng;
 	uint64_t writes, acked, flushes, fua;
 	int err;
@@ -178,6 +184,44 @@ static void log_acks(struct wthread *t, struct ack *a, unsigned int n)
 		die("thread %u: cannot write the ack log: %s", t->id,
 		    strerror(errno));
 	t->acked += n;
+}
+
+/*
+ * Write @len bytes of @buf at @off with RWF_DSYNC through AIO and wait for
+ * the completion; returns the bytes written or -1 with errno set.
+ */
+static ssize_t fua_write(struct wthread *t, void *buf, size_t len, off_t off)
+{
+	struct iocb cb, *cbs[1] = { &cb };
+	struct io_event ev;
+	long r;
+
+	memset(&cb, 0, sizeof(cb));
+	cb.aio_fildes = (uint32_t)t->fd;
+	cb.aio_lio_opcode = IOCB_CMD_PWRITE;
+	cb.aio_rw_flags = RWF_DSYNC;
+	cb.aio_buf = (uint64_t)(uintptr_t)buf;
+	cb.aio_nbytes = len;
+	cb.aio_offset = off;
+	r = syscall(SYS_io_submit, t->aio, 1L, cbs);
+	if (r != 1) {
+		if (!r)
+			errno = EAGAIN;
+		return -1;
+	}
+	do
+		r = syscall(SYS_io_getevents, t->aio, 1L, 1L, &ev, NULL);
+	while (r < 0 && errno == EINTR);
+	if (r != 1) {
+		if (!r)
+			errno = EIO;
+		return -1;
+	}
+	if (ev.res < 0) {
+		errno = (int)-ev.res;
+		return -1;
+	}
+	return (ssize_t)ev.res;
 }
 
 static void *writer(void *arg)
@@ -206,9 +250,14 @@ static void *writer(void *arg)
 		}
 		iov.iov_base = buf;
 		iov.iov_len = (size_t)len * BLK;
-		r = pwritev2(t->fd, &iov, 1,
-			     (off_t)(o.dev_offset + (o.first + blk) * BLK),
-			     fua ? RWF_DSYNC : 0);
+		if (fua)
+			r = fua_write(t, buf, iov.iov_len,
+				      (off_t)(o.dev_offset +
+					      (o.first + blk) * BLK));
+		else
+			r = pwritev2(t->fd, &iov, 1,
+				     (off_t)(o.dev_offset +
+					     (o.first + blk) * BLK), 0);
 		if (r != (ssize_t)iov.iov_len) {
 			t->err = r < 0 ? errno : EIO;
 			break;
@@ -271,6 +320,8 @@ static int cmd_write(void)
 		t[i].lo = o.blocks * i / o.threads;
 		t[i].hi = o.blocks * (i + 1) / o.threads;
 		t[i].rng = mix(o.seed ^ mix(o.epoch * 1000 + i));
+		if (syscall(SYS_io_setup, 1L, &t[i].aio))
+			die("io_setup failed: %s", strerror(errno));
 		snprintf(path, sizeof(path), "%s/ack-E%" PRIu64 "-T%u.log",
 			 o.log, o.epoch, i);
 		t[i].logfd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -282,6 +333,7 @@ static int cmd_write(void)
 			die("pthread_create failed");
 	for (i = 0; i < o.threads; i++) {
 		pthread_join(t[i].tid, NULL);
+		syscall(SYS_io_destroy, t[i].aio);
 		close(t[i].logfd);
 		w += t[i].writes;
 		a += t[i].acked;
