@@ -704,7 +704,8 @@ static int bkc_first_key_fn(void *arg, const struct bkc_key *k)
 /*
  * Invalidate every key of backing device id @dev_id, a piece of
  * 2^BKC_INVAL_SHIFT sectors at a time (few leaves, so that their pins
- * fit), starting at each next key still present.
+ * fit; less where more leaves than that cover it), starting at each next
+ * key still present.
  */
 int bkc_invalidate_dev(struct bkc_set *set, u32 dev_id)
 {
@@ -734,6 +735,9 @@ int bkc_invalidate_dev(struct bkc_set *set, u32 dev_id)
 			r = bkc_pins_get(set, &pins, f.pos, f.pos + len);
 			if (r)
 				return r;
+			/* more leaves than pins: the piece they cover */
+			if (pins.end < f.pos + len)
+				len = (u32)(pins.end - f.pos);
 			bkc_set_lock(set);
 			r = bkc_core_invalidate(set->core, dev_id, lba, len, &seq);
 			if (!r)

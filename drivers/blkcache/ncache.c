@@ -377,11 +377,12 @@ int bkc_pins_get(struct bkc_set *set, struct bkc_pins *p, u64 from, u64 to)
 {
 	int r;
 
+	p->end = from;
 	if (p->nr == BKC_PINS_MAX)
 		return 0;
 	down_read(&set->lock);
 	r = bkc_core_pin_range(set->core, from, to, p->n + p->nr,
-			       BKC_PINS_MAX - p->nr);
+			       BKC_PINS_MAX - p->nr, &p->end);
 	up_read(&set->lock);
 	if (r == -E2BIG) {
 		p->nr = BKC_PINS_MAX;

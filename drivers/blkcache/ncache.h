@@ -42,6 +42,7 @@ extern const struct bkc_btree_ops bkc_ncache_ops;
 struct bkc_pins {
 	struct bkc_node	*n[BKC_PINS_MAX];
 	u32		nr;
+	u64		end;	/* the last get pinned the leaves up to here */
 };
 
 int bkc_pins_get(struct bkc_set *set, struct bkc_pins *p, u64 from, u64 to);

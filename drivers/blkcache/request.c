@@ -178,7 +178,8 @@ struct bkc_req {
 	u64			lba;
 	u32			sectors;
 	u32			nseg;
-	u32			applied;	/* segments inserted, or pieces forgotten */
+	u32			applied;	/* segments inserted, or sectors forgotten */
+	u32			piece;		/* next piece to forget, 0: a whole one */
 	unsigned long		retry;		/* segments to re-read */
 	u64			epoch;
 	u64			jseq;
@@ -1848,6 +1849,13 @@ static int bkc_apply_keys(struct bkc_req *r, bool dirty)
 	return 0;
 }
 
+/* Does bkc_apply() put keys for @r (else it forgets @r's range)? */
+static bool bkc_apply_keys_route(const struct bkc_req *r)
+{
+	return r->route == BKC_RT_WB ||
+	       (r->route == BKC_RT_WT && !(r->flags & RQ_CACHE_ERR));
+}
+
 /*
  * Insert @r's keys or invalidations; called with set->lock held.
  * Returns -EINPROGRESS if the write replaces dirty data that the backing
@@ -1857,7 +1865,7 @@ static int bkc_apply(struct bkc_req *r)
 {
 	struct bkc_set *set = r->set;
 	struct bkc_core *c = set->core;
-	u32 dev = r->b->dev_id;
+	u32 dev = r->b->dev_id, len;
 	u64 lba, seq;
 	int ret = 0;
 
@@ -1875,7 +1883,7 @@ static int bkc_apply(struct bkc_req *r)
 	 * over the range or forgets it.  Where that drops dirty data, the
 	 * backing device must be flushed first (design.md C3, C4).
 	 */
-	if (r->route == BKC_RT_WT && !(r->flags & RQ_CACHE_ERR)) {
+	if (bkc_apply_keys_route(r)) {
 		/* a request's range: its leaves' pins fit (bkc_pins_get()) */
 		if (!(r->flags & RQ_FLUSHED) && bkc_core_dev_dirty(c, dev)) {
 			ret = bkc_core_lookup(c, dev, r->lba, r->sectors,
@@ -1888,16 +1896,15 @@ static int bkc_apply(struct bkc_req *r)
 	/*
 	 * Forget the range in pieces that span few leaves, each looked at on
 	 * its own, so that a large range (a discard) needs only the leaves
-	 * of one piece in memory at a time (bkc_apply_range()).  Pieces
+	 * of one piece in memory at a time (bkc_apply_pin()).  Pieces
 	 * before one that holds dirty data may be forgotten before the flush
 	 * it waits for: they held clean data only, which may go whatever
 	 * becomes of the write (design.md C2), also if the flush fails.
 	 */
-	for (lba = r->lba + ((u64)r->applied << BKC_INVAL_SHIFT);
-	     lba < r->lba + r->sectors; lba += 1U << BKC_INVAL_SHIFT) {
-		u32 len = min_t(u64, 1U << BKC_INVAL_SHIFT,
-				r->lba + r->sectors - lba);
-
+	for (; r->applied < r->sectors; r->applied += len, r->piece = 0) {
+		lba = r->lba + r->applied;
+		len = min_t(u32, r->piece ?: 1U << BKC_INVAL_SHIFT,
+			    r->sectors - r->applied);
 		if (!(r->flags & RQ_FLUSHED) && bkc_core_dev_dirty(c, dev)) {
 			ret = bkc_core_lookup(c, dev, lba, len, bkc_has_dirty,
 					      NULL);
@@ -1921,27 +1928,32 @@ static int bkc_apply(struct bkc_req *r)
 				return ret;
 			r->jseq = seq;
 		}
-		r->applied++;
 	}
 	return 0;
 }
 
 /*
- * The range whose leaves bkc_apply() needs next for @r, to pin when it
- * met one not in memory: the request's for its keys, the piece it stands
- * at for an invalidation.
+ * bkc_apply() met a leaf of @r's range not in memory: pin the leaves it
+ * needs next, the request's for its keys, the piece it stands at for an
+ * invalidation.  If they are more than @p holds, that piece shrinks to
+ * the leaves pinned (with small leaves, 512-byte keys say, a whole piece
+ * can span more), so that it can go on; a later piece starts whole again.
+ * Called without set->lock.
  */
-static void bkc_apply_range(struct bkc_req *r, u64 *from, u64 *to)
+static int bkc_apply_pin(struct bkc_req *r, struct bkc_pins *p)
 {
-	u64 end = r->lba + r->sectors;
+	u32 dev = r->b->dev_id;
+	u64 from = r->lba, to = r->lba + r->sectors;
+	int ret;
 
-	*from = r->lba;
-	*to = end;
-	if (r->route == BKC_RT_WB ||
-	    (r->route == BKC_RT_WT && !(r->flags & RQ_CACHE_ERR)))
-		return;
-	*from += (u64)r->applied << BKC_INVAL_SHIFT;
-	*to = min_t(u64, end, *from + (1U << BKC_INVAL_SHIFT));
+	if (!bkc_apply_keys_route(r)) {
+		from += r->applied;
+		to = min_t(u64, to, from + (1U << BKC_INVAL_SHIFT));
+	}
+	ret = bkc_pins_get(r->set, p, bkc_pos(dev, from), bkc_pos(dev, to));
+	if (!ret && !bkc_apply_keys_route(r) && p->end < bkc_pos(dev, to))
+		r->piece = (u32)(p->end - bkc_pos(dev, from));
+	return ret;
 }
 
 static void bkc_fua_done(struct bkc_jwait *jw, int err)
@@ -1999,6 +2011,7 @@ static void bkc_reroute(struct bkc_req *r)
 	r->route = BKC_RT_AROUND;
 	r->nseg = 0;
 	r->applied = 0;
+	r->piece = 0;
 	bkc_fg_begin(r->b, &r->range, r->lba, r->sectors);
 	r->flags |= RQ_RANGE;
 	atomic_set(&r->pending, 1);
@@ -2067,15 +2080,10 @@ void bkc_insert_work(struct work_struct *work)
 				tries = 0;
 			}
 			if (ret == -EDEADLK && tries++ < 8) {
-				u64 from, to;
-
 				/* a leaf @r needs is not in memory: pin it */
-				bkc_apply_range(r, &from, &to);
 				bkc_set_unlock(set);
 				bkc_pins_put(set, &pins);
-				ret = bkc_pins_get(set, &pins,
-						   bkc_pos(r->b->dev_id, from),
-						   bkc_pos(r->b->dev_id, to));
+				ret = bkc_apply_pin(r, &pins);
 				bkc_set_lock(set);
 				if (ret)
 					break;

@@ -87,7 +87,7 @@ int main(void)
 	struct sim s;
 	struct dump d0, d1;
 	struct bkc_key k;
-	u64 lba, b = 100, leaf, ow;
+	u64 lba, b = 100, leaf, ow, reached;
 	u32 last;
 	int n, ret, i;
 
@@ -153,7 +153,8 @@ int main(void)
 	d0 = digest(&t);
 	evict_leaves(&s);
 	n = bkc_btree_pin_range(&t, bkc_pos(0, 1000), bkc_pos(0, 1200), pins,
-				64);
+				64, &reached);
+	CHECK_EQ(reached, bkc_pos(0, 1200));
 	CHECK(n >= 1);
 	evict_leaves(&s);
 	s.fail_reads = 1;
@@ -165,9 +166,21 @@ int main(void)
 	CHECK(digest(&t).n < d0.n);
 
 	/* too many leaves for the array: -E2BIG with the first ones pinned */
+	while (sim_flush_tree(&s, ~0ULL) > 0)
+		;
 	evict_leaves(&s);
-	ret = bkc_btree_pin_range(&t, bkc_pos(0, 0), bkc_pos(0, SPAN), pins, 4);
+	ret = bkc_btree_pin_range(&t, bkc_pos(0, 0), bkc_pos(0, SPAN), pins, 4,
+				  &reached);
 	CHECK_EQ(ret, -E2BIG);
+	/* they cover [0, reached): from there on, a range needs no read */
+	CHECK(reached > bkc_pos(0, 0) && reached < bkc_pos(0, SPAN));
+	evict_leaves(&s);
+	s.fail_reads = 1;
+	CHECK_EQ(bkc_btree_lookup(&t, 0, 0, (u32)(reached - bkc_pos(0, 0)),
+				  noop_fn, NULL), 0);
+	CHECK_EQ(bkc_btree_lookup(&t, 0, 0, (u32)(reached - bkc_pos(0, 0)) + 1,
+				  noop_fn, NULL), -EIO);
+	s.fail_reads = 0;
 	bkc_btree_unpin(&t, pins, 4);
 	/* every pin was returned: only the tree's own pins are left */
 	for (i = 0; i < (int)g.nbuckets; i++) {
@@ -188,7 +201,7 @@ int main(void)
 	while (sim_flush_tree(&s, ~0ULL) > 0)
 		;
 	n = bkc_btree_pin_range(&t, bkc_pos(0, 100000), bkc_pos(0, 100008),
-				pins, 1);
+				pins, 1, NULL);
 	REQUIRE(n == 1);
 	leaf = pins[0]->bucket;
 	REQUIRE(pins[0]->nbsets >= 2);

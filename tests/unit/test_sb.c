@@ -266,6 +266,7 @@ static void test_common_geometry(void)
 static void test_cache_geometry(void)
 {
 	struct bkc_sb_info sb, base;
+	const char *why = NULL;
 
 	make_cache(&base);
 
@@ -291,6 +292,14 @@ static void test_cache_geometry(void)
 	sb.nbuckets = DEV_BYTES / 4096;
 	sb.first_bucket = 1;
 	GEOM(&sb, DEV_BYTES, "first_bucket");
+	/* 4k buckets: the table covers about 253,000 (503 buckets of it) */
+	sb = base;
+	sb.bucket_size = 4096;
+	CHECK_EQ(bkc_sb_init_cache(&sb, 260000ULL * 4096, &why), -EUCLEAN);
+	CHECK(why && strstr(why, "too many buckets for the bucket size"));
+	sb = base;
+	sb.bucket_size = 4096;
+	CHECK_EQ(bkc_sb_init_cache(&sb, 250000ULL * 4096, &why), 0);
 
 	sb = base;
 	sb.nr_journal_buckets = 0;

@@ -15,7 +15,8 @@
 #      (drop_caches), and fio --verify while stress-ng drives the guest
 #      into reclaim sees no error; a discard over 96 MiB of leaves that
 #      are not in memory (1 MiB of them dirty) leaves the set up and the
-#      range uncached;
+#      range uncached, and so does one over 8 MiB of 512-byte keys in
+#      4 KiB leaves (more in a 2 MiB piece than can be pinned);
 #   5. a RAID5 member failed (mdadm --fail) during writeback: the drain
 #      finishes degraded and the data checks on md0;
 #   6. the cache device formatted again with the same set uuid: the old
@@ -149,71 +150,91 @@ log "no I/O error under memory pressure"
 
 # -- 4b. a discard over leaves not in memory --------------------------------
 # Forgetting a range (a bypassed write, a discard) needs the leaves of
-# each 2 MiB piece in memory, one piece at a time.  96 MiB of clean 4k
-# keys in leaves of 16 KiB over a scratch disk (md0 takes no discards),
-# 1 MiB of dirty 4k keys at its end, the set registered again and the
-# node cache emptied, then one discard of it all: the set stays up (it
-# failed, "cannot record a write (-35)", while only the 16 leaves from
-# the start of a range were pinned for it), the dirty data goes (after
-# a flush of the scratch disk, the clean pieces before it first), and
-# the range then reads as misses, at its start and at its end.
-stop_all
-read -r -a scratch <<<"$BKC_SCRATCH"
-out=$("$make_cache" --wipe -b 16k -C "$BKC_SSD" -B "${scratch[0]}" 2>&1) ||
-	fail "make-cache over ${scratch[0]} failed: $out"
-BKC_SET=$(sed -n 's/^Set UUID: *//p' <<<"$out")
-wait_for /dev/cache0
-[ "$(cat /sys/block/cache0/queue/discard_max_bytes)" -ge $((96 << 20)) ] ||
-	fail "cache0 over ${scratch[0]} takes no 96 MiB discard"
-fio --output=/tmp/fio-disc.out --eta=never --name=disc --filename=/dev/cache0 \
-	--direct=1 --ioengine=libaio --iodepth=16 --rw=randwrite --bs=4k \
-	--size=96m --randrepeat=1 ||
-	{ cat /tmp/fio-disc.out; fail "writing 96 MiB of 4k keys failed"; }
-echo 0 >"$BATTR/writeback_running"
-set_mode writeback
-fio --output=/tmp/fio-disc.out --eta=never --name=disc --filename=/dev/cache0 \
-	--direct=1 --ioengine=libaio --iodepth=16 --rw=randwrite --bs=4k \
-	--offset=95m --size=1m --randrepeat=1 ||
-	{ cat /tmp/fio-disc.out; fail "writing 1 MiB of dirty 4k keys failed"; }
-[ "$(dirty_sectors)" -gt 0 ] || fail "no dirty data before the discard"
-stop_all
-echo "$BKC_SSD" >/sys/fs/blkcache/register || fail "registering $BKC_SSD failed"
-echo "${scratch[0]}" >/sys/fs/blkcache/register ||
-	fail "registering ${scratch[0]} failed"
-wait_for /dev/cache0 30
-sync
-echo 2 >/proc/sys/vm/drop_caches
-size=$(hsize_bytes "$(cat "$(set_attr btree_cache_size)")")
-log "btree_cache_size $size bytes before the discard"
-# the root, an interior node, the leaves of the dirty keys: not 16 leaves
-[ "$size" -lt $((256 << 10)) ] || fail "the node cache kept $size bytes"
-blkdiscard -o 0 -l $((96 << 20)) /dev/cache0 || fail "blkdiscard of 96 MiB failed"
-# writeback is held: the discard alone took the dirty data
-if [ "$(dirty_sectors)" != 0 ] || [ "$(state)" = "no cache" ]; then
-	fail "state '$(state)', $(dirty_sectors) dirty sectors after a discard over leaves not in memory"
-fi
-echo 1 >"$BATTR/writeback_running"
-for ((i = 0; i < 100; i++)); do
-	[ "$(state)" != clean ] || break
-	sleep 0.1
-done
-[ "$(state)" = clean ] || fail "state '$(state)' after the discard, not clean"
-check_dmesg || fail "the kernel complained about a discard"
-echo 0 >"$BATTR/sequential_cutoff"
-h0=$(stat_get cache_hits)
-m0=$(stat_get cache_misses)
-for off in 0 92m; do
+# each 2 MiB piece in memory, one piece at a time, and pins at most 16
+# of them.  discard_case CACHE BUCKET BLOCK BS SIZE_MB DIRTY_KB: a set on
+# CACHE of BUCKET buckets (its btree nodes) and BLOCK blocks over a scratch
+# disk (md0 takes no discards) gets SIZE_MB MiB of clean keys of BS bytes
+# and DIRTY_KB KiB of dirty ones at the end, is registered again and its
+# node cache emptied (below 16 nodes left), then one discard of it all:
+# the set stays up, the dirty data goes (after a flush of the scratch
+# disk, the clean pieces before it first), and the range then reads as
+# misses, at its start and at its end (1 MiB at each end, 4k reads).
+discard_case() {
+	local cache=$1 bucket=$2 block=$3 bs=$4 mb=$5 dkb=$6
+	local size h0 h1 m0 m1 off nbytes
+	stop_all
+	out=$("$make_cache" --wipe -b "$bucket" -w "$block" -C "$cache" \
+		-B "${scratch[0]}" 2>&1) ||
+		fail "make-cache -b $bucket -w $block over ${scratch[0]} failed: $out"
+	BKC_SET=$(sed -n 's/^Set UUID: *//p' <<<"$out")
+	wait_for /dev/cache0
+	[ "$(cat /sys/block/cache0/queue/discard_max_bytes)" -ge $((mb << 20)) ] ||
+		fail "cache0 over ${scratch[0]} takes no $mb MiB discard"
 	fio --output=/tmp/fio-disc.out --eta=never --name=disc --filename=/dev/cache0 \
-		--direct=1 --ioengine=psync --rw=read --bs=4k --offset=$off --size=4m ||
-		{ cat /tmp/fio-disc.out; fail "reading the discarded range failed"; }
-done
-h1=$(stat_get cache_hits)
-m1=$(stat_get cache_misses)
-log "a discard of 96 MiB over leaves not in memory, then 2048 reads of it:" \
-	"$((h1 - h0)) hits, $((m1 - m0)) misses"
-if [ "$h1" != "$h0" ] || [ $((m1 - m0)) != 2048 ]; then
-	fail "reads of the discarded range: $((h1 - h0)) hits, $((m1 - m0)) misses"
-fi
+		--direct=1 --ioengine=libaio --iodepth=16 --rw=randwrite --bs="$bs" \
+		--size="${mb}m" --randrepeat=1 ||
+		{ cat /tmp/fio-disc.out; fail "writing $mb MiB of $bs keys failed"; }
+	echo 0 >"$BATTR/writeback_running"
+	set_mode writeback
+	fio --output=/tmp/fio-disc.out --eta=never --name=disc --filename=/dev/cache0 \
+		--direct=1 --ioengine=libaio --iodepth=16 --rw=randwrite --bs="$bs" \
+		--offset=$(((mb << 20) - (dkb << 10))) --size="${dkb}k" --randrepeat=1 ||
+		{ cat /tmp/fio-disc.out; fail "writing $dkb KiB of dirty $bs keys failed"; }
+	[ "$(dirty_sectors)" -gt 0 ] || fail "no dirty data before the discard"
+	stop_all
+	echo "$cache" >/sys/fs/blkcache/register || fail "registering $cache failed"
+	echo "${scratch[0]}" >/sys/fs/blkcache/register ||
+		fail "registering ${scratch[0]} failed"
+	wait_for /dev/cache0 30
+	sync
+	echo 2 >/proc/sys/vm/drop_caches
+	size=$(hsize_bytes "$(cat "$(set_attr btree_cache_size)")")
+	nbytes=$(hsize_bytes "${bucket}")
+	log "-b $bucket, $bs keys: btree_cache_size $size bytes before the discard"
+	# the root, an interior node, the leaves of the dirty keys: not 16 leaves
+	[ "$size" -lt $((16 * nbytes)) ] || fail "the node cache kept $size bytes"
+	blkdiscard -o 0 -l $((mb << 20)) /dev/cache0 ||
+		fail "blkdiscard of $mb MiB failed"
+	# writeback is held: the discard alone took the dirty data
+	if [ "$(dirty_sectors)" != 0 ] || [ "$(state)" = "no cache" ]; then
+		fail "state '$(state)', $(dirty_sectors) dirty sectors after a discard over leaves not in memory"
+	fi
+	echo 1 >"$BATTR/writeback_running"
+	for ((i = 0; i < 100; i++)); do
+		[ "$(state)" != clean ] || break
+		sleep 0.1
+	done
+	[ "$(state)" = clean ] || fail "state '$(state)' after the discard, not clean"
+	check_dmesg || fail "the kernel complained about a discard"
+	echo 0 >"$BATTR/sequential_cutoff"
+	h0=$(stat_get cache_hits)
+	m0=$(stat_get cache_misses)
+	for off in 0 $(((mb - 1) << 20)); do
+		fio --output=/tmp/fio-disc.out --eta=never --name=disc --filename=/dev/cache0 \
+			--direct=1 --ioengine=psync --rw=read --bs=4k --offset="$off" --size=1m ||
+			{ cat /tmp/fio-disc.out; fail "reading the discarded range failed"; }
+	done
+	h1=$(stat_get cache_hits)
+	m1=$(stat_get cache_misses)
+	log "-b $bucket, $bs keys: a discard of $mb MiB over leaves not in memory," \
+		"then 512 reads of it: $((h1 - h0)) hits, $((m1 - m0)) misses"
+	if [ "$h1" != "$h0" ] || [ $((m1 - m0)) != 512 ]; then
+		fail "reads of the discarded range: $((h1 - h0)) hits, $((m1 - m0)) misses"
+	fi
+}
+# 4k keys in 16 KiB leaves: a piece spans a few leaves (the set failed,
+# "cannot record a write (-35)", while only the 16 leaves from the start
+# of a range were pinned for it)
+read -r -a scratch <<<"$BKC_SCRATCH"
+discard_case "$BKC_SSD" 16k 4k 4k 96 1024
+# 512-byte keys in 4 KiB leaves: a 2 MiB piece spans 28 or more leaves
+# and shrinks to the 16 it can pin (the set failed with -35 before).  The
+# cache is the second scratch disk: 4 KiB buckets take at most about
+# 253,000 buckets (the bucket table), which the SSD has more of.
+discard_case "${scratch[1]}" 4k 512 512 8 256
+stop_all
+dd if=/dev/zero of="${scratch[1]}" bs=1M count=1 oflag=direct status=none ||
+	fail "cannot wipe ${scratch[1]}"
 
 # -- 5. a RAID member fails during writeback -------------------------------
 stop_all

@@ -649,7 +649,7 @@ int bkc_btree_insert(struct bkc_btree *t, const struct bkc_key *key, u64 jseq)
 /* ---- pinning leaves for a later change ---- */
 
 int bkc_btree_pin_range(struct bkc_btree *t, u64 from, u64 to,
-			struct bkc_node **out, u32 max)
+			struct bkc_node **out, u32 max, u64 *reached)
 {
 	struct path_ent path[BKC_BTREE_MAX_DEPTH];
 	u64 pos = from;
@@ -657,8 +657,13 @@ int bkc_btree_pin_range(struct bkc_btree *t, u64 from, u64 to,
 	int ret;
 
 	while (pos < to) {
-		if (n == max)
+		if (n == max) {
+			/* a leaf covers a position at least */
+			BKC_ASSERT(!max || pos > from);
+			if (reached)
+				*reached = pos;
 			return -E2BIG;
+		}
 		ret = descend(t, pos, 0, path);
 		if (ret) {
 			bkc_btree_unpin(t, out, n);
@@ -671,6 +676,8 @@ int bkc_btree_pin_range(struct bkc_btree *t, u64 from, u64 to,
 		path[0].node = NULL;
 		path_release(t, path, 1);
 	}
+	if (reached)
+		*reached = to;
 	return n;
 }
 

@@ -186,10 +186,11 @@ int bkc_btree_insert(struct bkc_btree *t, const struct bkc_key *k, u64 jseq);
  * finds them in the caller's node cache.  Like a lookup, it may run
  * concurrently with other lookups.  Returns how many were pinned, -E2BIG
  * (with @max pinned) if more leaves cover the range, or -errno (nothing
- * pinned).
+ * pinned).  *@reached (if not NULL) is where the pinned leaves end: @to,
+ * or with -E2BIG the end of the last one (beyond @from if @max > 0).
  */
 int bkc_btree_pin_range(struct bkc_btree *t, u64 from, u64 to,
-			struct bkc_node **out, u32 max);
+			struct bkc_node **out, u32 max, u64 *reached);
 void bkc_btree_unpin(struct bkc_btree *t, struct bkc_node **nodes, u32 n);
 
 /* Buckets an insert may need for node splits right now. */

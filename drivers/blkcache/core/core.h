@@ -200,9 +200,10 @@ static inline int bkc_core_next_dirty(struct bkc_core *c, u32 dev, u64 lba,
 
 /* Pin the leaves of [from, to) ahead of a change (btree.h). */
 static inline int bkc_core_pin_range(struct bkc_core *c, u64 from, u64 to,
-				     struct bkc_node **out, u32 max)
+				     struct bkc_node **out, u32 max,
+				     u64 *reached)
 {
-	return bkc_btree_pin_range(&c->tree, from, to, out, max);
+	return bkc_btree_pin_range(&c->tree, from, to, out, max, reached);
 }
 
 /* Needs no lock: only the caller's node cache is involved. */

@@ -148,6 +148,30 @@ bool bkc_uuid_is_zero(const u8 *uuid)
 	return true;
 }
 
+#define TABLE_ENT	((u64)sizeof(struct bkc_bucket_disk))
+
+u64 bkc_table_per_bucket(u32 bucket_bytes, u32 idx, u32 nr)
+{
+	u64 room = bucket_bytes - BKC_TABLE_HDR - (idx ? 0 : nr * 8ULL);
+
+	return room / TABLE_ENT;
+}
+
+u32 bkc_table_nr(u64 nbuckets, u32 bucket_bytes)
+{
+	u32 nr;
+
+	for (nr = 1; nr <= BKC_TABLE_MAX_BUCKETS; nr++) {
+		if (BKC_TABLE_HDR + nr * 8ULL + TABLE_ENT > bucket_bytes)
+			return 0;
+		if (bkc_table_per_bucket(bucket_bytes, 0, nr) +
+		    (nr - 1) * bkc_table_per_bucket(bucket_bytes, 1, nr) >=
+		    nbuckets)
+			return nr;
+	}
+	return 0;
+}
+
 /* Record why a geometry check failed; returns -EUCLEAN. */
 static int geom_fail(const char **why, const char *msg)
 {
@@ -173,6 +197,8 @@ static int validate_cache(const struct bkc_sb_info *sb, const char **why)
 	if (sb->nbuckets - sb->first_bucket <
 	    sb->nr_journal_buckets + BKC_DATA_BUCKETS_MIN)
 		return geom_fail(why, "too few buckets left after the journal");
+	if (!bkc_table_nr(sb->nbuckets, sb->bucket_size))
+		return geom_fail(why, "too many buckets for the bucket size (a larger bucket size is needed)");
 	for (i = 0; i < sb->nr_journal_buckets; i++) {
 		u64 b = sb->journal_buckets[i];
 

@@ -23,6 +23,19 @@ struct bkc_tunables {
 #define BKC_TUN_DELAY_MAX	3600U
 #define BKC_TUN_MAX_AGE_MAX	(30U * 86400)
 
+/*
+ * The bucket table's size (table.h), part of a cache device's geometry:
+ * a geometry whose table needs more than BKC_TABLE_MAX_BUCKETS buckets
+ * does not validate.
+ */
+#define BKC_TABLE_HDR		((u32)sizeof(struct bkc_table))
+#define BKC_TABLE_MAX_BUCKETS	4096
+
+/* Table buckets needed for @nbuckets, or 0 if more than the maximum. */
+u32 bkc_table_nr(u64 nbuckets, u32 bucket_bytes);
+/* Entries in table bucket @idx of a table of @nr buckets. */
+u64 bkc_table_per_bucket(u32 bucket_bytes, u32 idx, u32 nr);
+
 /* CPU-endian view of struct bkc_sb. */
 struct bkc_sb_info {
 	u32	version;

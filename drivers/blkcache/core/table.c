@@ -20,34 +20,13 @@ static_assert(sizeof(struct bkc_bucket_disk) == 8);
 
 #define ENT	((u64)sizeof(struct bkc_bucket_disk))
 
-static u64 per_bucket(u32 bucket_bytes, u32 idx, u32 nr)
-{
-	u64 room = bucket_bytes - BKC_TABLE_HDR - (idx ? 0 : nr * 8ULL);
-
-	return room / ENT;
-}
-
-u32 bkc_table_nr(u64 nbuckets, u32 bucket_bytes)
-{
-	u32 nr;
-
-	for (nr = 1; nr <= BKC_TABLE_MAX_BUCKETS; nr++) {
-		if (BKC_TABLE_HDR + nr * 8ULL + ENT > bucket_bytes)
-			return 0;
-		if (per_bucket(bucket_bytes, 0, nr) +
-		    (nr - 1) * per_bucket(bucket_bytes, 1, nr) >= nbuckets)
-			return nr;
-	}
-	return 0;
-}
-
 static void span(const struct bkc_geom *g, u32 nr, u32 idx, u64 *first,
 		 u32 *count)
 {
 	u32 bb = g->bucket_sectors << 9;
-	u64 f = idx ? per_bucket(bb, 0, nr) + (idx - 1) * per_bucket(bb, 1, nr)
+	u64 f = idx ? bkc_table_per_bucket(bb, 0, nr) + (idx - 1) * bkc_table_per_bucket(bb, 1, nr)
 		: 0;
-	u64 c = per_bucket(bb, idx, nr);
+	u64 c = bkc_table_per_bucket(bb, idx, nr);
 
 	if (f > g->nbuckets)
 		f = g->nbuckets;

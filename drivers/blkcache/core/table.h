@@ -9,9 +9,8 @@
 #define _BKC_TABLE_H
 
 #include "alloc.h"
+#include "sb.h"
 
-#define BKC_TABLE_HDR		((u32)sizeof(struct bkc_table))
-#define BKC_TABLE_MAX_BUCKETS	4096
 
 struct bkc_table_state {
 	u64	ptr;		/* durable table: bucket | gen << 40; 0 none */
@@ -28,9 +27,6 @@ struct bkc_table_state {
 	u32	nr_old;
 	u64	old_until;	/* journal seq that must be durable first */
 };
-
-/* Table buckets needed for @nbuckets, or 0 if more than the maximum. */
-u32 bkc_table_nr(u64 nbuckets, u32 bucket_bytes);
 
 int bkc_table_init(struct bkc_table_state *ts, u64 nbuckets, u32 bucket_bytes);
 void bkc_table_exit(struct bkc_table_state *ts);
