@@ -71,7 +71,7 @@
 /*
  * Ranges are forgotten in pieces of 2^BKC_INVAL_SHIFT sectors, whose
  * leaves fit in a struct bkc_pins: with 4 KiB blocks a piece holds at
- * most 512 keys, a few leaves of any node size.  Where they do not (512
+ * most 512 keys, a few leaves of any node size.  Where they do not (4096
  * keys of 512 bytes in small nodes), a piece ends where the pins do.
  */
 #define BKC_INVAL_SHIFT		12

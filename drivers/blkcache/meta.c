@@ -736,7 +736,7 @@ int bkc_invalidate_dev(struct bkc_set *set, u32 dev_id)
 			if (r)
 				return r;
 			/* more leaves than pins: the piece they cover */
-			if (pins.end < f.pos + len)
+			if (pins.end < f.pos + len && pins.end > f.pos)
 				len = (u32)(pins.end - f.pos);
 			bkc_set_lock(set);
 			r = bkc_core_invalidate(set->core, dev_id, lba, len, &seq);

@@ -1792,20 +1792,28 @@ static void bkc_write(struct bkc_req *r)
 	 * A bypassed write over a range the cache holds nothing of needs no
 	 * invalidation, so it completes from end_io without the insert
 	 * worker.  Writes that race with it are unordered with it anyway;
-	 * promotions are kept off by its write epoch.
+	 * promotions are kept off by its write epoch.  An acked write's keys
+	 * go in first, by the insert worker: with one over the range, the
+	 * write goes there behind it.  The check comes before the lookup, as
+	 * in bkc_read(): the worker inserts the keys before it drops the
+	 * counts, so with none left the lookup sees them.  (After the lookup
+	 * the keys could have gone in and the count dropped in between: the
+	 * write would then leave an acked write's dirty key over its data.)
 	 */
-	if (r->route == BKC_RT_AROUND && r->sectors) {
+	if (r->route == BKC_RT_AROUND && r->sectors &&
+	    !bkc_acked_any(set, b->dev_id, r->lba, r->sectors)) {
 		u64 jseq = 0;
 		int has;
 
+		/* no acked write of the range: the lookup sees their keys */
+		smp_rmb();
 		down_read(&set->lock);
 		has = bkc_core_lookup(set->core, b->dev_id, r->lba,
 				      r->sectors, bkc_has_key, NULL);
-		if (r->flags & RQ_FUA)
+		if (!has && (r->flags & RQ_FUA))
 			jseq = bkc_fua_seq(set);
 		up_read(&set->lock);
-		/* an acked write's keys go in first, by the insert worker */
-		if (!has && !bkc_acked_any(set, b->dev_id, r->lba, r->sectors)) {
+		if (!has) {
 			r->route = BKC_RT_FAST;
 			r->jseq = jseq;
 		}
@@ -1884,7 +1892,14 @@ static int bkc_apply(struct bkc_req *r)
 	 * backing device must be flushed first (design.md C3, C4).
 	 */
 	if (bkc_apply_keys_route(r)) {
-		/* a request's range: its leaves' pins fit (bkc_pins_get()) */
+		/*
+		 * A request's range: its leaves' pins fit (bkc_pins_get()).
+		 * It is at most 32 extents, each in a bucket (a node), and a
+		 * leaf made by a split holds half a full one's keys, of a
+		 * sector or more each: 73 with 4 KiB nodes, 4948 with 256
+		 * KiB ones.  Only a request of tens of MiB, in buckets of
+		 * several MiB, over 512-byte keys could span more than 16.
+		 */
 		if (!(r->flags & RQ_FLUSHED) && bkc_core_dev_dirty(c, dev)) {
 			ret = bkc_core_lookup(c, dev, r->lba, r->sectors,
 					      bkc_has_dirty, NULL);
@@ -1951,7 +1966,8 @@ static int bkc_apply_pin(struct bkc_req *r, struct bkc_pins *p)
 		to = min_t(u64, to, from + (1U << BKC_INVAL_SHIFT));
 	}
 	ret = bkc_pins_get(r->set, p, bkc_pos(dev, from), bkc_pos(dev, to));
-	if (!ret && !bkc_apply_keys_route(r) && p->end < bkc_pos(dev, to))
+	if (!ret && !bkc_apply_keys_route(r) && p->end < bkc_pos(dev, to) &&
+	    p->end > bkc_pos(dev, from))
 		r->piece = (u32)(p->end - bkc_pos(dev, from));
 	return ret;
 }
@@ -2334,8 +2350,13 @@ static void bkc_req_done(struct bkc_req *r)
 		return;
 	}
 	if (r->route == BKC_RT_FAST) {
-		/* a FUA write waiting for the journal: not from here */
-		if (r->jseq) {
+		/*
+		 * A FUA write whose journal entry is not durable yet waits
+		 * from the workqueue (the journal's waiters take jlock); its
+		 * range and write epoch go now, so that nothing waits on it.
+		 */
+		if (r->jseq > READ_ONCE(r->set->durable_seq)) {
+			bkc_write_release(r);
 			INIT_WORK(&r->work, bkc_finish_work);
 			queue_work(r->set->wq, &r->work);
 			return;

@@ -18,8 +18,9 @@
  * completes.  It goes through Linux AIO: for a synchronous O_DSYNC write
  * to a block device the kernel sends a flush after the FUA write
  * (generic_write_sync()), which would cover a FUA write completed before
- * it was durable; for an asynchronous one it does not.  The others are acknowledged when an fdatasync (a PREFLUSH)
- * issued after they completed has completed.  Acknowledged writes are
+ * it was durable; for an asynchronous one it does not.  The others are
+ * acknowledged when an fdatasync (a PREFLUSH) issued after they completed
+ * has completed.  Acknowledged writes are
  * appended to DIR/ack-E<epoch>-T<thread>.log as (gen, block, nblocks)
  * records right after the acknowledgement, so the log never claims more
  * than was acknowledged.  With --fua-pct 100 there are no fdatasyncs at

@@ -268,7 +268,8 @@ echo 0 >"$BATTR/writeback_running"
 set_mode writethrough
 blk_write A ,dsync
 h0=$(stat_get cache_hits)
-[ "$(blk_read A)" = 0 ] || fail "FUA case: block $FB does not read back A"
+n=$(blk_read A)
+[ "$n" = 0 ] || fail "FUA case: block $FB does not read back A ($n bytes differ)"
 [ "$(stat_get cache_hits)" = $((h0 + 1)) ] ||
 	fail "FUA case: block $FB is not cached after a write-through write"
 echo 10000 >"/sys/fs/blkcache/$BKC_SET/journal_delay_ms"

@@ -226,6 +226,8 @@ discard_case() {
 # "cannot record a write (-35)", while only the 16 leaves from the start
 # of a range were pinned for it)
 read -r -a scratch <<<"$BKC_SCRATCH"
+[ "$(dev_bytes "${scratch[1]}")" -le $((960 << 20)) ] ||
+	fail "${scratch[1]} is over 960 MiB, too large for 4 KiB buckets (--scratch-size)"
 discard_case "$BKC_SSD" 16k 4k 4k 96 1024
 # 512-byte keys in 4 KiB leaves: a 2 MiB piece spans 28 or more leaves
 # and shrinks to the 16 it can pin (the set failed with -35 before).  The

@@ -148,13 +148,11 @@ bool bkc_uuid_is_zero(const u8 *uuid)
 	return true;
 }
 
-#define TABLE_ENT	((u64)sizeof(struct bkc_bucket_disk))
-
 u64 bkc_table_per_bucket(u32 bucket_bytes, u32 idx, u32 nr)
 {
 	u64 room = bucket_bytes - BKC_TABLE_HDR - (idx ? 0 : nr * 8ULL);
 
-	return room / TABLE_ENT;
+	return room / BKC_TABLE_ENT;
 }
 
 u32 bkc_table_nr(u64 nbuckets, u32 bucket_bytes)
@@ -162,7 +160,7 @@ u32 bkc_table_nr(u64 nbuckets, u32 bucket_bytes)
 	u32 nr;
 
 	for (nr = 1; nr <= BKC_TABLE_MAX_BUCKETS; nr++) {
-		if (BKC_TABLE_HDR + nr * 8ULL + TABLE_ENT > bucket_bytes)
+		if (BKC_TABLE_HDR + nr * 8ULL + BKC_TABLE_ENT > bucket_bytes)
 			return 0;
 		if (bkc_table_per_bucket(bucket_bytes, 0, nr) +
 		    (nr - 1) * bkc_table_per_bucket(bucket_bytes, 1, nr) >=

@@ -29,6 +29,7 @@ struct bkc_tunables {
  * does not validate.
  */
 #define BKC_TABLE_HDR		((u32)sizeof(struct bkc_table))
+#define BKC_TABLE_ENT		((u64)sizeof(struct bkc_bucket_disk))
 #define BKC_TABLE_MAX_BUCKETS	4096
 
 /* Table buckets needed for @nbuckets, or 0 if more than the maximum. */

@@ -18,14 +18,12 @@ static_assert(offsetof(struct bkc_table, nbuckets) == 0x30);
 static_assert(offsetof(struct bkc_table, ptrs) == 0x40);
 static_assert(sizeof(struct bkc_bucket_disk) == 8);
 
-#define ENT	((u64)sizeof(struct bkc_bucket_disk))
-
 static void span(const struct bkc_geom *g, u32 nr, u32 idx, u64 *first,
 		 u32 *count)
 {
 	u32 bb = g->bucket_sectors << 9;
-	u64 f = idx ? bkc_table_per_bucket(bb, 0, nr) + (idx - 1) * bkc_table_per_bucket(bb, 1, nr)
-		: 0;
+	u64 f = idx ? bkc_table_per_bucket(bb, 0, nr) +
+		      (idx - 1) * bkc_table_per_bucket(bb, 1, nr) : 0;
 	u64 c = bkc_table_per_bucket(bb, idx, nr);
 
 	if (f > g->nbuckets)
@@ -106,7 +104,7 @@ int bkc_table_next(struct bkc_table_state *ts, struct bkc_alloc *a, void *buf,
 		return 0;
 	span(g, ts->nr, idx, &first, &count);
 	nptrs = idx ? 0 : ts->nr;
-	len = BKC_TABLE_HDR + nptrs * 8 + count * ENT;
+	len = BKC_TABLE_HDR + nptrs * 8 + count * BKC_TABLE_ENT;
 	memset(t, 0, BKC_TABLE_HDR);
 	t->bytes = cpu_to_le32(len);
 	t->magic = cpu_to_le64(BKC_TABLE_MAGIC ^ g->set_magic);
@@ -193,7 +191,7 @@ int bkc_table_decode(const struct bkc_geom *g, const void *buf, u32 idx,
 	    le64_to_cpu(t->first) != first ||
 	    le32_to_cpu(t->count) != count ||
 	    le32_to_cpu(t->nr_ptrs) != nptrs || t->pad ||
-	    len != BKC_TABLE_HDR + nptrs * 8 + count * ENT)
+	    len != BKC_TABLE_HDR + nptrs * 8 + count * BKC_TABLE_ENT)
 		return -EUCLEAN;
 	for (i = 0; i < nptrs; i++) {
 		u64 p = le64_to_cpu(t->ptrs[i]);

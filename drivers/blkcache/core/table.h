@@ -11,7 +11,6 @@
 #include "alloc.h"
 #include "sb.h"
 
-
 struct bkc_table_state {
 	u64	ptr;		/* durable table: bucket | gen << 40; 0 none */
 	u64	seq;
