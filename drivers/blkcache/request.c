@@ -1874,6 +1874,8 @@ static int bkc_apply(struct bkc_req *r)
 	struct bkc_set *set = r->set;
 	struct bkc_core *c = set->core;
 	u32 dev = r->b->dev_id, len;
+	bool blind = r->route == BKC_RT_AROUND &&
+		     r->sectors <= 1U << BKC_INVAL_SHIFT;
 	u64 lba, seq;
 	int ret = 0;
 
@@ -1927,17 +1929,19 @@ static int bkc_apply(struct bkc_req *r)
 				return ret < 0 ? ret : -EINPROGRESS;
 		}
 		/*
-		 * Bypassed writes forget every piece without a look:
-		 * bkc_write() found keys in their range (or they were
-		 * rerouted, bkc_reroute()).
+		 * A bypassed write of one piece forgets it without a look:
+		 * bkc_write() found keys in its range (or it was rerouted,
+		 * bkc_reroute()).  A longer one (a discard) looks at each
+		 * piece, as most may hold nothing: a record for each would
+		 * fill the journal for nothing.
 		 */
-		if (r->route != BKC_RT_AROUND) {
+		if (!blind) {
 			ret = bkc_core_lookup(c, dev, lba, len, bkc_has_key,
 					      NULL);
 			if (ret < 0)
 				return ret;
 		}
-		if (r->route == BKC_RT_AROUND || ret) {
+		if (blind || ret) {
 			ret = bkc_core_invalidate(c, dev, lba, len, &seq);
 			if (ret)
 				return ret;
