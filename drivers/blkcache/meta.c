@@ -736,8 +736,8 @@ int bkc_invalidate_dev(struct bkc_set *set, u32 dev_id)
 			if (r)
 				return r;
 			/* more leaves than pins: the piece they cover */
-			if (pins.end < f.pos + len && pins.end > f.pos)
-				len = (u32)(pins.end - f.pos);
+			len = (u32)(bkc_pins_reach(&pins, f.pos, f.pos + len) -
+				    f.pos);
 			bkc_set_lock(set);
 			r = bkc_core_invalidate(set->core, dev_id, lba, len, &seq);
 			if (!r)

@@ -394,6 +394,16 @@ int bkc_pins_get(struct bkc_set *set, struct bkc_pins *p, u64 from, u64 to)
 	return 0;
 }
 
+/*
+ * Where a change of [from, to) must end for the leaves the last
+ * bkc_pins_get() pinned to cover it: @to, or short of it (beyond @from)
+ * where they did not all fit in @p.
+ */
+u64 bkc_pins_reach(const struct bkc_pins *p, u64 from, u64 to)
+{
+	return p->end > from && p->end < to ? p->end : to;
+}
+
 /* Drop the pins of @p.  Needs no lock. */
 void bkc_pins_put(struct bkc_set *set, struct bkc_pins *p)
 {

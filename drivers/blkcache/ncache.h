@@ -46,6 +46,7 @@ struct bkc_pins {
 };
 
 int bkc_pins_get(struct bkc_set *set, struct bkc_pins *p, u64 from, u64 to);
+u64 bkc_pins_reach(const struct bkc_pins *p, u64 from, u64 to);
 void bkc_pins_put(struct bkc_set *set, struct bkc_pins *p);
 
 int bkc_ncache_init(struct bkc_ncache *nc, struct bkc_set *set,

@@ -1970,9 +1970,10 @@ static int bkc_apply_pin(struct bkc_req *r, struct bkc_pins *p)
 		to = min_t(u64, to, from + (1U << BKC_INVAL_SHIFT));
 	}
 	ret = bkc_pins_get(r->set, p, bkc_pos(dev, from), bkc_pos(dev, to));
-	if (!ret && !bkc_apply_keys_route(r) && p->end < bkc_pos(dev, to) &&
-	    p->end > bkc_pos(dev, from))
-		r->piece = (u32)(p->end - bkc_pos(dev, from));
+	if (!ret && !bkc_apply_keys_route(r))
+		r->piece = (u32)(bkc_pins_reach(p, bkc_pos(dev, from),
+						bkc_pos(dev, to)) -
+				 bkc_pos(dev, from));
 	return ret;
 }
 
