@@ -78,6 +78,7 @@
 #define BKC_SEQ_TIMEOUT		(2 * HZ)
 #define BKC_ACK_MAX		256	/* acked writes per set, keys not in */
 #define BKC_ACK_BATCH		32	/* the insert worker goes at once */
+#define BKC_APPLY_YIELD		1	/* bkc_apply(): let waiting I/O in */
 
 enum { BKC_WP_DIRTY, BKC_WP_CLEAN };
 
@@ -1867,7 +1868,9 @@ static bool bkc_apply_keys_route(const struct bkc_req *r)
 /*
  * Insert @r's keys or invalidations; called with set->lock held.
  * Returns -EINPROGRESS if the write replaces dirty data that the backing
- * device must hold durably first (the caller flushes it and calls again).
+ * device must hold durably first (the caller flushes it and calls again),
+ * BKC_APPLY_YIELD if an invalidation stopped between pieces for waiting
+ * I/O (the caller drops the lock and calls again).
  */
 static int bkc_apply(struct bkc_req *r)
 {
@@ -1876,6 +1879,7 @@ static int bkc_apply(struct bkc_req *r)
 	u32 dev = r->b->dev_id, len;
 	bool blind = r->route == BKC_RT_AROUND &&
 		     r->sectors <= 1U << BKC_INVAL_SHIFT;
+	u32 start = r->applied;
 	u64 lba, seq;
 	int ret = 0;
 
@@ -1917,8 +1921,13 @@ static int bkc_apply(struct bkc_req *r)
 	 * before one that holds dirty data may be forgotten before the flush
 	 * it waits for: they held clean data only, which may go whatever
 	 * becomes of the write (design.md C2), also if the flush fails.
+	 * Between pieces, I/O waiting for the lock goes first (the caller
+	 * lets go of it and calls again), as when a leaf is pinned:
+	 * a discard of a whole large device is thousands of pieces.
 	 */
 	for (; r->applied < r->sectors; r->applied += len, r->piece = 0) {
+		if (r->applied != start && rwsem_is_contended(&set->lock))
+			return BKC_APPLY_YIELD;
 		lba = r->lba + r->applied;
 		len = min_t(u32, r->piece ?: 1U << BKC_INVAL_SHIFT,
 			    r->sectors - r->applied);
@@ -2108,6 +2117,13 @@ void bkc_insert_work(struct work_struct *work)
 				bkc_set_lock(set);
 				if (ret)
 					break;
+				continue;
+			}
+			if (ret == BKC_APPLY_YIELD) {
+				/* a long invalidation lets waiting I/O in */
+				bkc_set_unlock(set);
+				cond_resched();
+				bkc_set_lock(set);
 				continue;
 			}
 			if (ret != -EAGAIN && ret != -ENOSPC)

@@ -466,6 +466,7 @@ o0=$(stat_get cache_overwrites)
 echo 4M >"$BATTR/writeback_rate_max"
 echo 0 >"$BATTR/writeback_percent"
 echo 1 >"$BATTR/writeback_running"
+w0=$(disk_stat 7 /dev/md0)
 (while :; do echo 1 >"$(set_attr trigger_gc)"; sleep 0.2; done) &
 gcpid=$!
 on_exit "kill $gcpid 2>/dev/null || true"
@@ -475,10 +476,19 @@ done
 kill "$gcpid"
 wait "$gcpid" 2>/dev/null || true
 o1=$(stat_get cache_overwrites)
+wbmib=$((($(disk_stat 7 /dev/md0) - w0) / 2048))
 log "overwrites: $((o1 - o0)) of $((3 * 8192)) writes in place," \
+	"${wbmib} MiB written back meanwhile," \
 	"$(($(dirty_sectors) / 2048)) MiB dirty at the end"
-[ $((o1 - o0)) -ge 5000 ] ||
+# The writeback rate is wall-clock time and fio's pace the VM's: on a
+# slow or loaded host writeback cleans more of the region per pass and
+# fewer rewrites find their block dirty (18605 in an idle run, 4768 with
+# the host's two cores busy).  What the case needs is both at once:
+# thousands of writes in place, and batches written back meanwhile.
+[ $((o1 - o0)) -ge 2000 ] ||
 	fail "only $((o1 - o0)) of the 4k rewrites of dirty data went in place"
+[ "$wbmib" -ge 1 ] ||
+	fail "writeback wrote ${wbmib} MiB to md0 during the overwrites: nothing raced them"
 echo 0 >"$BATTR/writeback_rate_max"
 wait_clean 300
 ow_pass 22 --verify_only=1

@@ -155,13 +155,14 @@ log "no I/O error under memory pressure"
 # CACHE of BUCKET buckets (its btree nodes) and BLOCK blocks over a scratch
 # disk (md0 takes no discards) gets SIZE_MB MiB of clean keys of BS bytes
 # and DIRTY_KB KiB of dirty ones at the end, is registered again and its
-# node cache emptied (below 16 nodes left), then one discard of it all:
-# the set stays up, the dirty data goes (after a flush of the scratch
+# node cache emptied (below 16 nodes left), then one discard of it all,
+# while 4k random reads go to the 16 MiB after it (the insert worker lets
+# them in between pieces): the set stays up, the dirty data goes (after a flush of the scratch
 # disk, the clean pieces before it first), and the range then reads as
 # misses, at its start and at its end (1 MiB at each end, 4k reads).
 discard_case() {
 	local cache=$1 bucket=$2 block=$3 bs=$4 mb=$5 dkb=$6
-	local size h0 h1 m0 m1 off nbytes
+	local size h0 h1 m0 m1 off nbytes rdpid
 	stop_all
 	out=$("$make_cache" --wipe -b "$bucket" -w "$block" -C "$cache" \
 		-B "${scratch[0]}" 2>&1) ||
@@ -193,8 +194,17 @@ discard_case() {
 	log "-b $bucket, $bs keys: btree_cache_size $size bytes before the discard"
 	# the root, an interior node, the leaves of the dirty keys: not 16 leaves
 	[ "$size" -lt $((16 * nbytes)) ] || fail "the node cache kept $size bytes"
+	# reads past the discarded range meanwhile: the insert worker lets
+	# them take the set lock between the discard's pieces
+	fio --output=/tmp/fio-rd.out --eta=never --name=rd --filename=/dev/cache0 \
+		--direct=1 --ioengine=libaio --iodepth=4 --rw=randread --bs=4k \
+		--offset="${mb}m" --size=16m --time_based --runtime=5 &
+	rdpid=$!
+	on_exit "kill $rdpid 2>/dev/null || true"
+	sleep 1
 	blkdiscard -o 0 -l $((mb << 20)) /dev/cache0 ||
 		fail "blkdiscard of $mb MiB failed"
+	wait "$rdpid" || { cat /tmp/fio-rd.out; fail "reads during the discard failed"; }
 	# writeback is held: the discard alone took the dirty data
 	if [ "$(dirty_sectors)" != 0 ] || [ "$(state)" = "no cache" ]; then
 		fail "state '$(state)', $(dirty_sectors) dirty sectors after a discard over leaves not in memory"
