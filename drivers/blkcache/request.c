@@ -2124,7 +2124,9 @@ void bkc_insert_work(struct work_struct *work)
 				bkc_set_unlock(set);
 				cond_resched();
 				bkc_set_lock(set);
-				continue;
+				if (!bkc_set_failed(set))
+					continue;
+				ret = -EIO;	/* parked below */
 			}
 			if (ret != -EAGAIN && ret != -ENOSPC)
 				break;

@@ -157,12 +157,13 @@ log "no I/O error under memory pressure"
 # and DIRTY_KB KiB of dirty ones at the end, is registered again and its
 # node cache emptied (below 16 nodes left), then one discard of it all,
 # while 4k random reads go to the 16 MiB after it (the insert worker lets
-# them in between pieces): the set stays up, the dirty data goes (after a flush of the scratch
-# disk, the clean pieces before it first), and the range then reads as
-# misses, at its start and at its end (1 MiB at each end, 4k reads).
+# them in between pieces): the set stays up, the dirty data goes (after a
+# flush of the scratch disk, the clean pieces before it first), and the
+# range then reads as misses, at its start and at its end (1 MiB at each
+# end, 4k reads).
 discard_case() {
 	local cache=$1 bucket=$2 block=$3 bs=$4 mb=$5 dkb=$6
-	local size h0 h1 m0 m1 off nbytes rdpid
+	local size h0 h1 m0 m1 off nbytes rdpid n0
 	stop_all
 	out=$("$make_cache" --wipe -b "$bucket" -w "$block" -C "$cache" \
 		-B "${scratch[0]}" 2>&1) ||
@@ -201,7 +202,12 @@ discard_case() {
 		--offset="${mb}m" --size=16m --time_based --runtime=5 &
 	rdpid=$!
 	on_exit "kill $rdpid 2>/dev/null || true"
-	sleep 1
+	n0=$(stat_get cache_misses)
+	for ((i = 0; i < 100; i++)); do
+		[ "$(stat_get cache_misses)" -lt $((n0 + 20)) ] || break
+		sleep 0.1
+	done
+	[ "$i" -lt 100 ] || fail "the reader beside the discard makes no misses"
 	blkdiscard -o 0 -l $((mb << 20)) /dev/cache0 ||
 		fail "blkdiscard of $mb MiB failed"
 	wait "$rdpid" || { cat /tmp/fio-rd.out; fail "reads during the discard failed"; }
