@@ -1596,6 +1596,13 @@ static bool bkc_inplace(struct bkc_req *r)
 	 */
 	if (!bkc_core_dev_dirty_lockless(set->core, b->dev_id))
 		return false;
+	/*
+	 * Nor where the core's summary says no dirty key is: the usual
+	 * case of a write to a block not written before, which then needs
+	 * no range, no gate and no descent.  Lockless, as the count.
+	 */
+	if (!bkc_core_maybe_dirty(set->core, b->dev_id, r->lba))
+		return false;
 	if (!bkc_fg_try_begin(b, &r->range, r->lba, r->sectors))
 		return false;
 	if (bkc_acked_any(set, b->dev_id, r->lba, r->sectors) ||

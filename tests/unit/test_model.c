@@ -426,6 +426,24 @@ static void do_write(struct model *m, u32 d, u64 lba, u32 len, bool dirty)
 
 /* ---- full checks ---- */
 
+/* The dirty summary's bit for a sector (bkc_core_maybe_dirty()). */
+static bool maybe_dirty(const struct bkc_alloc *a, u32 dev, u64 lba)
+{
+	u64 bit = bkc_dsum_bit(a, dev, lba);
+
+	return (a->dsum[bit >> 6] >> (bit & 63)) & 1;
+}
+
+static bool dsum_empty(const struct bkc_alloc *a)
+{
+	u64 i;
+
+	for (i = 0; i <= a->dsum_mask >> 6; i++)
+		if (a->dsum[i])
+			return false;
+	return true;
+}
+
 struct full {
 	struct model	*m;
 	u8		*seen[NDEV];
@@ -462,6 +480,13 @@ static int full_cb(void *arg, const struct bkc_key *k)
 		}
 		r = &m->ref[d][lba];
 		f->seen[d][lba] = 1;
+		/* a live dirty key's every sector is in the summary */
+		if (bkc_key_dirty(k) &&
+		    !maybe_dirty(&m->a, devs[d], bkc_pos_lba(k->pos) + i)) {
+			fprintf(stderr, "dirty summary: dev %u lba %llu\n",
+				d, (unsigned long long)lba);
+			f->bad = true;
+		}
 		if (!ref_live(m, r) || r->bucket != bkc_key_bucket(k) ||
 		    r->off != k->off + i || (r->state == 2) != bkc_key_dirty(k))
 			f->bad = true;
@@ -520,6 +545,9 @@ static void full_check(struct model *m)
 	CHECK_EQ(m->a.dirty_sectors, dirty);
 	CHECK_EQ(m->a.dev_dirty[0], f.dev_dirty[0]);
 	CHECK_EQ(m->a.dev_dirty[1], f.dev_dirty[1]);
+	/* no dirty data: the summary says so everywhere */
+	if (!dirty)
+		CHECK(dsum_empty(&m->a));
 	for (d = 0; d < NDEV; d++)
 		free(f.seen[d]);
 	free(f.live);
@@ -637,6 +665,30 @@ static void fill_check(struct model *m)
 
 /* ---- driver ---- */
 
+/*
+ * Everything written back clears the dirty summary; one dirty key then
+ * marks its own granules, and not the next one's nor another device's.
+ */
+static void dsum_check(struct model *m)
+{
+	u32 d;
+
+	for (d = 0; d < NDEV; d++)
+		writeback(m, d, 0, SPAN);
+	CHECK_EQ(m->a.dirty_sectors, 0);
+	CHECK(dsum_empty(&m->a));
+	do_write(m, 1, 800, 9, true);
+	full_check(m);
+	CHECK(maybe_dirty(&m->a, devs[1], dev_base[1] + 800));
+	CHECK(maybe_dirty(&m->a, devs[1], dev_base[1] + 815));
+	CHECK(!maybe_dirty(&m->a, devs[1], dev_base[1] + 816));
+	CHECK(!maybe_dirty(&m->a, devs[1], dev_base[1] + 792));
+	CHECK(!maybe_dirty(&m->a, devs[0], dev_base[1] + 800));
+	writeback(m, 1, 800, 9);
+	CHECK(!maybe_dirty(&m->a, devs[1], dev_base[1] + 800));
+	full_check(m);
+}
+
 static void run(u64 seed, u64 nops, u32 node_bytes, u32 block_bytes,
 		u32 repl)
 {
@@ -717,6 +769,7 @@ static void run(u64 seed, u64 nops, u32 node_bytes, u32 block_bytes,
 	flush_nodes(m);
 	evicted += sim_evict(&m->sim, 1, &m->rng);
 	full_check(m);
+	dsum_check(m);
 	{
 		struct bkc_btree_check c;
 

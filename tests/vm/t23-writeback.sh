@@ -59,8 +59,10 @@
 #     with FUA (the usual way), which need the space GC frees by moving
 #     the 16th blocks, while fio passes rewrite those in place and verify
 #     them (at least 100 extents moved, from the bkc_gc_step tracepoint);
-#   - registered again, 32 MiB more dirty data, writeback still paused:
-#     detach writes it back first, at writeback_rate_max 4M (7 s at
+#   - registered again, 32 MiB more dirty data, writeback still paused;
+#     stopped and registered again, 64 4k rewrites of its blocks all go
+#     in place (the dirty summary is rebuilt at registration); detach
+#     writes it back first, at writeback_rate_max 4M (7 s at
 #     least; state stays "dirty" and detach reads 1 until dirty_data
 #     is 0), then detaches ("no cache", on disk too; detach reads 0);
 #     the data reads the same through
@@ -598,6 +600,25 @@ echo 0 >"$BATTR/writeback_running"
 fio_region 256 32 12 --do_verify=0
 [ "$(dirty_sectors)" = $((32 * 2048)) ] ||
 	fail "32 MiB of random writes made $(($(dirty_sectors) / 2)) KiB of dirty data"
+# Registered again, the dirty data is still written over in place: a 4k
+# write goes in place only where the core's dirty summary, built again
+# at registration from the keys, marks its block.  Each of 64 blocks is
+# read and written back as it is, so the region's data stays the same.
+stop_all
+register_all
+echo 0 >"$BATTR/writeback_running"
+o0=$(stat_get cache_overwrites)
+for ((i = 0; i < 64; i++)); do
+	blk=$((256 * 256 + i * 128 + i % 7))
+	dd if=/dev/cache0 of=/tmp/blk bs=4k skip="$blk" count=1 iflag=direct status=none ||
+		fail "reading block $blk failed"
+	dd if=/tmp/blk of=/dev/cache0 bs=4k seek="$blk" count=1 oflag=direct conv=notrunc \
+		status=none || fail "rewriting block $blk failed"
+done
+o1=$(stat_get cache_overwrites)
+[ $((o1 - o0)) = 64 ] ||
+	fail "after re-registration $((o1 - o0)) of 64 rewrites of dirty blocks went in place"
+log "registered again: 64 of 64 rewrites of dirty blocks in place"
 sum3=$(region_sum /dev/cache0 $((256 * MB)) $((32 * MB)))
 # the drain keeps to writeback_rate_max: the pauses after its batches
 # add up to 32 MiB at 4 MiB/s, 8 s (the module before ignored it and

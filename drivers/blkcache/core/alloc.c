@@ -53,7 +53,7 @@ int bkc_alloc_init(struct bkc_alloc *a, const struct bkc_geom *g,
 {
 	u64 nb = g->nbuckets;
 	u64 bucket_bytes = (u64)g->bucket_sectors << 9;
-	u64 table;
+	u64 table, bits;
 	u32 spare, i;
 
 	memset(a, 0, sizeof(*a));
@@ -87,8 +87,15 @@ int bkc_alloc_init(struct bkc_alloc *a, const struct bkc_geom *g,
 	a->freeing_cap = clamp_t(u64, nb / 64, 64, 65536);
 	a->freeing = bkc_kvzalloc(a->freeing_cap * sizeof(u64));
 	a->dev_dirty = bkc_kvzalloc(ndevs * sizeof(u64));
+	/* about a bit per granule of the cache, so it fills up no faster */
+	bits = BKC_DSUM_MIN_BITS;
+	while (bits < BKC_DSUM_MAX_BITS &&
+	       bits < (nb * g->bucket_sectors) >> BKC_DSUM_SHIFT)
+		bits <<= 1;
+	a->dsum_mask = bits - 1;
+	a->dsum = bkc_kvzalloc(bits / 8);
 	if (!a->b || !a->free || !a->pend_bucket || !a->pend_seq ||
-	    !a->cand || !a->dev_dirty || !a->freeing) {
+	    !a->cand || !a->dev_dirty || !a->freeing || !a->dsum) {
 		bkc_alloc_exit(a);
 		return -ENOMEM;
 	}
@@ -108,6 +115,7 @@ void bkc_alloc_exit(struct bkc_alloc *a)
 	bkc_kvfree(a->cand);
 	bkc_kvfree(a->dev_dirty);
 	bkc_kvfree(a->freeing);
+	bkc_kvfree(a->dsum);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -198,6 +206,40 @@ const char *bkc_bucket_state_name(enum bkc_bucket_state s)
 
 /* ---- accounting ---- */
 
+/* Set the summary bits of the granules [@lba, @lba + @len) touches. */
+static void dsum_mark(struct bkc_alloc *a, u32 dev, u64 lba, u32 len)
+{
+	u64 bit = bkc_dsum_bit(a, dev, lba);
+	u64 n = ((lba + len - 1) >> BKC_DSUM_SHIFT) -
+		(lba >> BKC_DSUM_SHIFT) + 1;
+
+	a->dsum_used = true;
+	n = min_t(u64, n, a->dsum_mask + 1);
+	/* single-copy stores: the glue reads the words locklessly */
+	while (n) {
+		u32 off = bit & 63;
+		/* the map is whole words: a word never wraps */
+		u64 take = min_t(u64, 64 - off, n);
+		u64 m = take == 64 ? ~0ULL : ((1ULL << take) - 1) << off;
+		u64 *w = &a->dsum[bit >> 6];
+
+		if ((*w & m) != m)
+			WRITE_ONCE(*w, *w | m);
+		bit = (bit + take) & a->dsum_mask;
+		n -= take;
+	}
+}
+
+static void dsum_clear(struct bkc_alloc *a)
+{
+	u64 i;
+
+	for (i = 0; i <= a->dsum_mask >> 6; i++)
+		if (a->dsum[i])
+			WRITE_ONCE(a->dsum[i], 0);
+	a->dsum_used = false;
+}
+
 void bkc_alloc_account(struct bkc_alloc *a, const struct bkc_key *k, int sign)
 {
 	struct bkc_bucket *b;
@@ -212,6 +254,7 @@ void bkc_alloc_account(struct bkc_alloc *a, const struct bkc_key *k, int sign)
 		b->live += len;
 		WRITE_ONCE(a->live_sectors, a->live_sectors + len);
 		if (bkc_key_dirty(k)) {
+			dsum_mark(a, dev, bkc_pos_lba(k->pos), len);
 			b->dirty += len;
 			WRITE_ONCE(a->dirty_sectors, a->dirty_sectors + len);
 			if (dev < a->ndevs)
@@ -234,6 +277,8 @@ void bkc_alloc_account(struct bkc_alloc *a, const struct bkc_key *k, int sign)
 		if (dev < a->ndevs)
 			WRITE_ONCE(a->dev_dirty[dev], a->dev_dirty[dev] -
 				   min_t(u64, len, a->dev_dirty[dev]));
+		if (!a->dirty_sectors && a->dsum_used)
+			dsum_clear(a);
 	}
 }
 

@@ -132,8 +132,30 @@ struct bkc_alloc {
 	u64			*dev_dirty;	/* per backing device id */
 	u32			ndevs;
 
+	/*
+	 * Where dirty data may be: a bit per 4 KiB granule of the backing
+	 * devices, hashed into dsum_mask + 1 bits, set for each granule a
+	 * live dirty key touches (bkc_alloc_account()), all cleared once no
+	 * dirty data is left.  A clear bit says no dirty key touches any
+	 * granule hashed to it; a set one, maybe.
+	 */
+	u64			*dsum;
+	u64			dsum_mask;
+	bool			dsum_used;	/* a bit set since cleared */
+
 	struct bkc_alloc_stats	stats;
 };
+
+#define BKC_DSUM_SHIFT		3	/* sectors per summary granule */
+#define BKC_DSUM_MIN_BITS	(1ULL << 12)
+#define BKC_DSUM_MAX_BITS	(1ULL << 23)	/* 1 MiB */
+
+/* The summary bit of @lba's granule on device @dev. */
+static inline u64 bkc_dsum_bit(const struct bkc_alloc *a, u32 dev, u64 lba)
+{
+	return ((lba >> BKC_DSUM_SHIFT) + dev * 0x9e3779b97f4a7c15ULL) &
+		a->dsum_mask;
+}
 
 int bkc_alloc_init(struct bkc_alloc *a, const struct bkc_geom *g,
 		   u32 ndevs, u32 repl, u64 seed);

@@ -362,6 +362,22 @@ static inline u64 bkc_core_dev_dirty_lockless(const struct bkc_core *c,
 	return dev < c->alloc.ndevs ? READ_ONCE(c->alloc.dev_dirty[dev]) : 0;
 }
 
+/*
+ * May device @dev hold dirty data in the 4 KiB granule of @lba?  False:
+ * no live dirty key touches it (a dirty key's granules are marked before
+ * it counts as dirty, and the marks are cleared only with no dirty data
+ * left).  The summary is a fixed array, one aligned word per load; a
+ * stale answer is one that was right a moment ago, and the caller says
+ * why that is harmless for it.
+ */
+static inline bool bkc_core_maybe_dirty(const struct bkc_core *c, u32 dev,
+					u64 lba)
+{
+	u64 bit = bkc_dsum_bit(&c->alloc, dev, lba);
+
+	return (READ_ONCE(c->alloc.dsum[bit >> 6]) >> (bit & 63)) & 1;
+}
+
 /* Dirty sectors of the whole cache (statistics, the bypass heuristic). */
 static inline u64 bkc_core_dirty_sectors_lockless(const struct bkc_core *c)
 {
