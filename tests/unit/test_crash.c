@@ -672,11 +672,22 @@ static int verify_cb(void *arg, const struct bkc_key *k, u64 pos, u32 len)
 	return 0;
 }
 
+struct counts {
+	const struct bkc_alloc	*a;
+	u32			*live;	/* per bucket */
+	u32			*dsum;	/* per dirty summary slot */
+};
+
 static int count_cb(void *arg, const struct bkc_key *k)
 {
-	u32 *live = arg;
+	struct counts *n = arg;
+	u32 i;
 
-	live[bkc_key_bucket(k)] += k->len;
+	n->live[bkc_key_bucket(k)] += k->len;
+	if (bkc_key_dirty(k))
+		for (i = 0; i < k->len; i++)
+			n->dsum[bkc_dsum_slot(n->a, bkc_pos_dev(k->pos),
+					      bkc_pos_lba(k->pos) + i)]++;
 	return 0;
 }
 
@@ -694,7 +705,7 @@ static u64 verify(struct world *w, struct bkc_core *c, struct sim *s,
 {
 	struct bkc_btree_check bc;
 	struct vchk v = { .s = s, .x = x };
-	u32 *live;
+	struct counts n = { .a = &c->alloc };
 	u64 i;
 
 	if (bkc_btree_check(&c->tree, &bc)) {
@@ -704,18 +715,29 @@ static u64 verify(struct world *w, struct bkc_core *c, struct sim *s,
 	for (v.d = 0; v.d < NDEV; v.d++)
 		REQUIRE(bkc_btree_lookup(&c->tree, devs[v.d], 0, NLBA,
 					 verify_cb, &v) == 0);
-	live = calloc(c->geom.nbuckets, sizeof(u32));
-	REQUIRE(live);
+	n.live = calloc(c->geom.nbuckets, sizeof(u32));
+	n.dsum = calloc(c->alloc.dsum_mask + 1, sizeof(u32));
+	REQUIRE(n.live && n.dsum);
 	REQUIRE(bkc_btree_iter(&c->tree, 0, BKC_POS_MAX, false, count_cb,
-			       live) == 0);
+			       &n) == 0);
 	for (i = 0; i < c->geom.nbuckets; i++)
-		if (live[i] != c->alloc.b[i].live) {
+		if (n.live[i] != c->alloc.b[i].live) {
 			if (v.bad++ < 5)
 				fprintf(stderr, "  bucket %llu live %u counted %u\n",
 					(unsigned long long)i,
-					c->alloc.b[i].live, live[i]);
+					c->alloc.b[i].live, n.live[i]);
 		}
-	free(live);
+	/* the dirty summary, rebuilt at registration, matches the keys */
+	for (i = 0; i <= c->alloc.dsum_mask; i++)
+		if (n.dsum[i] != c->alloc.dsum[i] &&
+		    c->alloc.dsum[i] != BKC_DSUM_STUCK) {
+			if (v.bad++ < 5)
+				fprintf(stderr, "  dirty summary slot %llu: %u, sectors %u\n",
+					(unsigned long long)i,
+					c->alloc.dsum[i], n.dsum[i]);
+		}
+	free(n.live);
+	free(n.dsum);
 	st->sectors += v.sectors;
 	return v.bad;
 }

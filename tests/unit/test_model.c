@@ -426,19 +426,11 @@ static void do_write(struct model *m, u32 d, u64 lba, u32 len, bool dirty)
 
 /* ---- full checks ---- */
 
-/* The dirty summary's bit for a sector (bkc_core_maybe_dirty()). */
-static bool maybe_dirty(const struct bkc_alloc *a, u32 dev, u64 lba)
-{
-	u64 bit = bkc_dsum_bit(a, dev, lba);
-
-	return (a->dsum[bit >> 6] >> (bit & 63)) & 1;
-}
-
 static bool dsum_empty(const struct bkc_alloc *a)
 {
 	u64 i;
 
-	for (i = 0; i <= a->dsum_mask >> 6; i++)
+	for (i = 0; i <= a->dsum_mask; i++)
 		if (a->dsum[i])
 			return false;
 	return true;
@@ -450,6 +442,7 @@ struct full {
 	u32		*live;
 	u32		*dirty;
 	u64		dev_dirty[NDEV];
+	u32		*dsum;		/* the dirty summary, counted */
 	u64		prev_end;
 	bool		bad;
 };
@@ -480,21 +473,20 @@ static int full_cb(void *arg, const struct bkc_key *k)
 		}
 		r = &m->ref[d][lba];
 		f->seen[d][lba] = 1;
-		/* a live dirty key's every sector is in the summary */
-		if (bkc_key_dirty(k) &&
-		    !maybe_dirty(&m->a, devs[d], bkc_pos_lba(k->pos) + i)) {
-			fprintf(stderr, "dirty summary: dev %u lba %llu\n",
-				d, (unsigned long long)lba);
-			f->bad = true;
-		}
+
 		if (!ref_live(m, r) || r->bucket != bkc_key_bucket(k) ||
 		    r->off != k->off + i || (r->state == 2) != bkc_key_dirty(k))
 			f->bad = true;
 	}
 	f->live[bkc_key_bucket(k)] += k->len;
 	if (bkc_key_dirty(k)) {
+		u64 lba = bkc_pos_lba(k->pos);
+
 		f->dirty[bkc_key_bucket(k)] += k->len;
 		f->dev_dirty[d] += k->len;
+		/* each sector counts in its granule's slot */
+		for (i = 0; i < k->len; i++)
+			f->dsum[bkc_dsum_slot(&m->a, devs[d], lba + i)]++;
 	}
 	return 0;
 }
@@ -517,7 +509,8 @@ static void full_check(struct model *m)
 		f.seen[d] = calloc(SPAN, 1);
 	f.live = calloc(nb, sizeof(u32));
 	f.dirty = calloc(nb, sizeof(u32));
-	REQUIRE(f.live && f.dirty);
+	f.dsum = calloc(m->a.dsum_mask + 1, sizeof(u32));
+	REQUIRE(f.live && f.dirty && f.dsum);
 	CHECK_EQ(bkc_btree_iter(&m->t, 0, BKC_POS_MAX, false, full_cb, &f), 0);
 	CHECK(!f.bad);
 	for (d = 0; d < NDEV; d++)
@@ -545,13 +538,23 @@ static void full_check(struct model *m)
 	CHECK_EQ(m->a.dirty_sectors, dirty);
 	CHECK_EQ(m->a.dev_dirty[0], f.dev_dirty[0]);
 	CHECK_EQ(m->a.dev_dirty[1], f.dev_dirty[1]);
-	/* no dirty data: the summary says so everywhere */
+	/* the summary counts exactly the live dirty sectors, short of stuck */
+	for (i = 0; i <= m->a.dsum_mask; i++) {
+		if (m->a.dsum[i] == f.dsum[i] ||
+		    m->a.dsum[i] == BKC_DSUM_STUCK)
+			continue;
+		fprintf(stderr, "dirty summary slot %llu: %u, sectors %u\n",
+			(unsigned long long)i, m->a.dsum[i], f.dsum[i]);
+		CHECK(0);
+		exit(1);
+	}
 	if (!dirty)
 		CHECK(dsum_empty(&m->a));
 	for (d = 0; d < NDEV; d++)
 		free(f.seen[d]);
 	free(f.live);
 	free(f.dirty);
+	free(f.dsum);
 }
 
 struct nrec {
@@ -666,26 +669,27 @@ static void fill_check(struct model *m)
 /* ---- driver ---- */
 
 /*
- * Everything written back clears the dirty summary; one dirty key then
+ * Everything written back empties the dirty summary; one dirty key then
  * marks its own granules, and not the next one's nor another device's.
  */
 static void dsum_check(struct model *m)
 {
+	const struct bkc_alloc *a = &m->a;
 	u32 d;
 
 	for (d = 0; d < NDEV; d++)
 		writeback(m, d, 0, SPAN);
-	CHECK_EQ(m->a.dirty_sectors, 0);
-	CHECK(dsum_empty(&m->a));
+	CHECK_EQ(a->dirty_sectors, 0);
+	CHECK(dsum_empty(a));
 	do_write(m, 1, 800, 9, true);
 	full_check(m);
-	CHECK(maybe_dirty(&m->a, devs[1], dev_base[1] + 800));
-	CHECK(maybe_dirty(&m->a, devs[1], dev_base[1] + 815));
-	CHECK(!maybe_dirty(&m->a, devs[1], dev_base[1] + 816));
-	CHECK(!maybe_dirty(&m->a, devs[1], dev_base[1] + 792));
-	CHECK(!maybe_dirty(&m->a, devs[0], dev_base[1] + 800));
+	CHECK(bkc_alloc_maybe_dirty(a, devs[1], dev_base[1] + 800));
+	CHECK(bkc_alloc_maybe_dirty(a, devs[1], dev_base[1] + 815));
+	CHECK(!bkc_alloc_maybe_dirty(a, devs[1], dev_base[1] + 816));
+	CHECK(!bkc_alloc_maybe_dirty(a, devs[1], dev_base[1] + 792));
+	CHECK(!bkc_alloc_maybe_dirty(a, devs[0], dev_base[1] + 800));
 	writeback(m, 1, 800, 9);
-	CHECK(!maybe_dirty(&m->a, devs[1], dev_base[1] + 800));
+	CHECK(!bkc_alloc_maybe_dirty(a, devs[1], dev_base[1] + 800));
 	full_check(m);
 }
 

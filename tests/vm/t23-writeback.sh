@@ -60,8 +60,9 @@
 #     the 16th blocks, while fio passes rewrite those in place and verify
 #     them (at least 100 extents moved, from the bkc_gc_step tracepoint);
 #   - registered again, 32 MiB more dirty data, writeback still paused;
-#     stopped and registered again, 64 4k rewrites of its blocks all go
-#     in place (the dirty summary is rebuilt at registration); detach
+#     stopped and registered again, at least 56 of 64 4k rewrites of its
+#     blocks go in place (the dirty summary is rebuilt at registration,
+#     else none would); detach
 #     writes it back first, at writeback_rate_max 4M (7 s at
 #     least; state stays "dirty" and detach reads 1 until dirty_data
 #     is 0), then detaches ("no cache", on disk too; detach reads 0);
@@ -616,9 +617,12 @@ for ((i = 0; i < 64; i++)); do
 		status=none || fail "rewriting block $blk failed"
 done
 o1=$(stat_get cache_overwrites)
-[ $((o1 - o0)) = 64 ] ||
+# A write also goes the usual way while the metadata thread holds its
+# gate up for a refill or GC moves, which the set may start right after
+# registration; a summary not rebuilt sends all 64 the usual way.
+[ $((o1 - o0)) -ge 56 ] ||
 	fail "after re-registration $((o1 - o0)) of 64 rewrites of dirty blocks went in place"
-log "registered again: 64 of 64 rewrites of dirty blocks in place"
+log "registered again: $((o1 - o0)) of 64 rewrites of dirty blocks in place"
 sum3=$(region_sum /dev/cache0 $((256 * MB)) $((32 * MB)))
 # the drain keeps to writeback_rate_max: the pauses after its batches
 # add up to 32 MiB at 4 MiB/s, 8 s (the module before ignored it and

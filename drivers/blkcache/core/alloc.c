@@ -53,7 +53,7 @@ int bkc_alloc_init(struct bkc_alloc *a, const struct bkc_geom *g,
 {
 	u64 nb = g->nbuckets;
 	u64 bucket_bytes = (u64)g->bucket_sectors << 9;
-	u64 table, bits;
+	u64 table, slots;
 	u32 spare, i;
 
 	memset(a, 0, sizeof(*a));
@@ -65,7 +65,7 @@ int bkc_alloc_init(struct bkc_alloc *a, const struct bkc_geom *g,
 	a->block_sectors = max_t(u32, g->block_bytes >> 9, 1);
 	a->repl = bkc_repl_get(repl);
 	a->repl_id = repl;
-	a->rand_state = (seed * 0x9e3779b97f4a7c15ULL) | 1;
+	a->rand_state = (seed * BKC_GOLDEN64) | 1;
 	a->ndevs = ndevs;
 
 	/* the bucket table needs this many buckets; keep them for it */
@@ -87,13 +87,13 @@ int bkc_alloc_init(struct bkc_alloc *a, const struct bkc_geom *g,
 	a->freeing_cap = clamp_t(u64, nb / 64, 64, 65536);
 	a->freeing = bkc_kvzalloc(a->freeing_cap * sizeof(u64));
 	a->dev_dirty = bkc_kvzalloc(ndevs * sizeof(u64));
-	/* about a bit per granule of the cache, so it fills up no faster */
-	bits = BKC_DSUM_MIN_BITS;
-	while (bits < BKC_DSUM_MAX_BITS &&
-	       bits < (nb * g->bucket_sectors) >> BKC_DSUM_SHIFT)
-		bits <<= 1;
-	a->dsum_mask = bits - 1;
-	a->dsum = bkc_kvzalloc(bits / 8);
+	/* about a slot per granule of the cache, so they fill no faster */
+	slots = BKC_DSUM_MIN;
+	while (slots < BKC_DSUM_MAX &&
+	       slots < (nb * g->bucket_sectors) >> BKC_DSUM_SHIFT)
+		slots <<= 1;
+	a->dsum_mask = slots - 1;
+	a->dsum = bkc_kvzalloc(slots);
 	if (!a->b || !a->free || !a->pend_bucket || !a->pend_seq ||
 	    !a->cand || !a->dev_dirty || !a->freeing || !a->dsum) {
 		bkc_alloc_exit(a);
@@ -206,38 +206,36 @@ const char *bkc_bucket_state_name(enum bkc_bucket_state s)
 
 /* ---- accounting ---- */
 
-/* Set the summary bits of the granules [@lba, @lba + @len) touches. */
-static void dsum_mark(struct bkc_alloc *a, u32 dev, u64 lba, u32 len)
+/*
+ * Count the dirty sectors [@lba, @lba + @len) in (@sign > 0) or out of
+ * the summary slots of the granules they fall in.  Sectors, not keys:
+ * an insert counts out the pieces of older keys it replaces, which need
+ * not be whole granules.  A key is at most a bucket, so the loop is
+ * short.
+ */
+static void dsum_count(struct bkc_alloc *a, u32 dev, u64 lba, u32 len,
+		       int sign)
 {
-	u64 bit = bkc_dsum_bit(a, dev, lba);
-	u64 n = ((lba + len - 1) >> BKC_DSUM_SHIFT) -
-		(lba >> BKC_DSUM_SHIFT) + 1;
+	u64 slot = bkc_dsum_slot(a, dev, lba), end = lba + len;
 
-	a->dsum_used = true;
-	n = min_t(u64, n, a->dsum_mask + 1);
-	/* single-copy stores: the glue reads the words locklessly */
-	while (n) {
-		u32 off = bit & 63;
-		/* the map is whole words: a word never wraps */
-		u64 take = min_t(u64, 64 - off, n);
-		u64 m = take == 64 ? ~0ULL : ((1ULL << take) - 1) << off;
-		u64 *w = &a->dsum[bit >> 6];
+	BKC_ASSERT(len);
+	while (lba < end) {
+		u64 next = min_t(u64, ((lba >> BKC_DSUM_SHIFT) + 1) <<
+				 BKC_DSUM_SHIFT, end);
+		u32 n = next - lba, v = a->dsum[slot];
 
-		if ((*w & m) != m)
-			WRITE_ONCE(*w, *w | m);
-		bit = (bit + take) & a->dsum_mask;
-		n -= take;
+		/* single-copy stores: the glue reads the slots locklessly */
+		if (v != BKC_DSUM_STUCK) {
+			BKC_ASSERT(sign > 0 || v >= n);
+			if (sign > 0)
+				v = min_t(u32, v + n, BKC_DSUM_STUCK);
+			else
+				v -= min(v, n);
+			WRITE_ONCE(a->dsum[slot], v);
+		}
+		lba = next;
+		slot = (slot + 1) & a->dsum_mask;
 	}
-}
-
-static void dsum_clear(struct bkc_alloc *a)
-{
-	u64 i;
-
-	for (i = 0; i <= a->dsum_mask >> 6; i++)
-		if (a->dsum[i])
-			WRITE_ONCE(a->dsum[i], 0);
-	a->dsum_used = false;
 }
 
 void bkc_alloc_account(struct bkc_alloc *a, const struct bkc_key *k, int sign)
@@ -254,7 +252,7 @@ void bkc_alloc_account(struct bkc_alloc *a, const struct bkc_key *k, int sign)
 		b->live += len;
 		WRITE_ONCE(a->live_sectors, a->live_sectors + len);
 		if (bkc_key_dirty(k)) {
-			dsum_mark(a, dev, bkc_pos_lba(k->pos), len);
+			dsum_count(a, dev, bkc_pos_lba(k->pos), len, 1);
 			b->dirty += len;
 			WRITE_ONCE(a->dirty_sectors, a->dirty_sectors + len);
 			if (dev < a->ndevs)
@@ -277,8 +275,7 @@ void bkc_alloc_account(struct bkc_alloc *a, const struct bkc_key *k, int sign)
 		if (dev < a->ndevs)
 			WRITE_ONCE(a->dev_dirty[dev], a->dev_dirty[dev] -
 				   min_t(u64, len, a->dev_dirty[dev]));
-		if (!a->dirty_sectors && a->dsum_used)
-			dsum_clear(a);
+		dsum_count(a, dev, bkc_pos_lba(k->pos), k->len, -1);
 	}
 }
 
@@ -293,6 +290,7 @@ void bkc_alloc_reset_counts(struct bkc_alloc *a)
 	a->live_sectors = 0;
 	a->dirty_sectors = 0;
 	memset(a->dev_dirty, 0, a->ndevs * sizeof(u64));
+	memset(a->dsum, 0, a->dsum_mask + 1);
 }
 
 /* ---- free list ---- */

@@ -133,28 +133,41 @@ struct bkc_alloc {
 	u32			ndevs;
 
 	/*
-	 * Where dirty data may be: a bit per 4 KiB granule of the backing
-	 * devices, hashed into dsum_mask + 1 bits, set for each granule a
-	 * live dirty key touches (bkc_alloc_account()), all cleared once no
-	 * dirty data is left.  A clear bit says no dirty key touches any
-	 * granule hashed to it; a set one, maybe.
+	 * Where dirty data may be: a counter per 4 KiB granule of the
+	 * backing devices, hashed into dsum_mask + 1 slots, of the live
+	 * dirty sectors in the granules hashed to it (bkc_alloc_account()
+	 * counts a key's sectors in and out as it counts them per bucket).
+	 * Zero says no dirty data there; more, maybe.  A slot that reaches
+	 * BKC_DSUM_STUCK stays there.
 	 */
-	u64			*dsum;
+	u8			*dsum;
 	u64			dsum_mask;
-	bool			dsum_used;	/* a bit set since cleared */
 
 	struct bkc_alloc_stats	stats;
 };
 
-#define BKC_DSUM_SHIFT		3	/* sectors per summary granule */
-#define BKC_DSUM_MIN_BITS	(1ULL << 12)
-#define BKC_DSUM_MAX_BITS	(1ULL << 23)	/* 1 MiB */
+#define BKC_GOLDEN64		0x9e3779b97f4a7c15ULL
+#define BKC_DSUM_SHIFT		3	/* a granule is 1 << 3 sectors */
+#define BKC_DSUM_MIN		(1ULL << 12)	/* slots */
+#define BKC_DSUM_MAX		(1ULL << 21)	/* 2 MiB */
+#define BKC_DSUM_STUCK		255
 
-/* The summary bit of @lba's granule on device @dev. */
-static inline u64 bkc_dsum_bit(const struct bkc_alloc *a, u32 dev, u64 lba)
+/* The summary slot of @lba's granule on device @dev. */
+static inline u64 bkc_dsum_slot(const struct bkc_alloc *a, u32 dev, u64 lba)
 {
-	return ((lba >> BKC_DSUM_SHIFT) + dev * 0x9e3779b97f4a7c15ULL) &
-		a->dsum_mask;
+	return ((lba >> BKC_DSUM_SHIFT) + dev * BKC_GOLDEN64) & a->dsum_mask;
+}
+
+/*
+ * May device @dev hold dirty data in the 4 KiB granule of @lba?  False:
+ * no live dirty key touches it.  Without the set lock, a slot is one
+ * byte, loaded whole, in an array that stays from init to exit: the
+ * answer is one that was right a moment ago.
+ */
+static inline bool bkc_alloc_maybe_dirty(const struct bkc_alloc *a, u32 dev,
+					 u64 lba)
+{
+	return READ_ONCE(a->dsum[bkc_dsum_slot(a, dev, lba)]) != 0;
 }
 
 int bkc_alloc_init(struct bkc_alloc *a, const struct bkc_geom *g,

@@ -364,18 +364,13 @@ static inline u64 bkc_core_dev_dirty_lockless(const struct bkc_core *c,
 
 /*
  * May device @dev hold dirty data in the 4 KiB granule of @lba?  False:
- * no live dirty key touches it (a dirty key's granules are marked before
- * it counts as dirty, and the marks are cleared only with no dirty data
- * left).  The summary is a fixed array, one aligned word per load; a
- * stale answer is one that was right a moment ago, and the caller says
- * why that is harmless for it.
+ * no live dirty key touches it (alloc.h).  For a write's in-place probe
+ * (request.c), which a stale answer sends the usual way or makes look.
  */
 static inline bool bkc_core_maybe_dirty(const struct bkc_core *c, u32 dev,
 					u64 lba)
 {
-	u64 bit = bkc_dsum_bit(&c->alloc, dev, lba);
-
-	return (READ_ONCE(c->alloc.dsum[bit >> 6]) >> (bit & 63)) & 1;
+	return bkc_alloc_maybe_dirty(&c->alloc, dev, lba);
 }
 
 /* Dirty sectors of the whole cache (statistics, the bypass heuristic). */

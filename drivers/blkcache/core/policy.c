@@ -52,7 +52,7 @@ static u64 age_score(const struct bkc_alloc *a, u64 bucket)
 /* splitmix64 finaliser: a well mixed hash of the bucket and the seed */
 static u64 mix64(u64 x)
 {
-	x += 0x9e3779b97f4a7c15ULL;
+	x += BKC_GOLDEN64;
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
 	return x ^ (x >> 31);
