@@ -1601,7 +1601,7 @@ static bool bkc_inplace(struct bkc_req *r)
 	 * case of a write to a block not written before, which then needs
 	 * no range, no gate and no descent.  Lockless, as the count.
 	 */
-	if (!bkc_core_maybe_dirty(set->core, b->dev_id, r->lba))
+	if (!bkc_core_maybe_dirty_lockless(set->core, b->dev_id, r->lba))
 		return false;
 	if (!bkc_fg_try_begin(b, &r->range, r->lba, r->sectors))
 		return false;

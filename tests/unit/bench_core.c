@@ -40,7 +40,7 @@ static u64 rnd(void)
 /* Distinct random slots: a multiplicative permutation of [0, slots). */
 static u64 slot_lba(u64 i, u64 slots)
 {
-	return ((i * 0x9e3779b97f4a7c15ULL) % slots) * KEY_SECTORS;
+	return ((i * BKC_GOLDEN64) % slots) * KEY_SECTORS;
 }
 
 struct bench {

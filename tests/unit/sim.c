@@ -215,3 +215,30 @@ int sim_flush_tree(struct sim *s, u64 durable_seq)
 	free(buf);
 	return ret < 0 && ret != -EAGAIN ? ret : n;
 }
+
+void sim_dsum_count(const struct bkc_alloc *a, const struct bkc_key *k,
+		    u32 *dsum)
+{
+	u32 i;
+
+	if (!bkc_key_dirty(k))
+		return;
+	for (i = 0; i < k->len; i++)
+		dsum[bkc_dsum_slot(a, bkc_pos_dev(k->pos),
+				   bkc_pos_lba(k->pos) + i)]++;
+}
+
+u64 sim_dsum_diff(const struct bkc_alloc *a, const u32 *dsum)
+{
+	u64 i, bad = 0;
+
+	for (i = 0; i <= a->dsum_mask; i++) {
+		if (a->dsum[i] == dsum[i] ||
+		    (a->dsum[i] == BKC_DSUM_STUCK && dsum[i] >= BKC_DSUM_STUCK))
+			continue;
+		if (bad++ < 5)
+			fprintf(stderr, "  dirty summary slot %llu: %u, sectors %u\n",
+				(unsigned long long)i, a->dsum[i], dsum[i]);
+	}
+	return bad;
+}

@@ -54,6 +54,16 @@ u64 sim_evict(struct sim *s, u32 one_in, u64 *rng);
 /* Write every dirty node the tree lets us write; returns nodes written. */
 int sim_flush_tree(struct sim *s, u64 durable_seq);
 
+/*
+ * The allocator's dirty summary, as the keys say: sim_dsum_count() adds
+ * @k's sectors, if it is dirty, to @dsum (dsum_mask + 1 slots);
+ * sim_dsum_diff() returns the slots of @a that differ from it (a stuck
+ * slot may be higher) and prints the first few.
+ */
+void sim_dsum_count(const struct bkc_alloc *a, const struct bkc_key *k,
+		    u32 *dsum);
+u64 sim_dsum_diff(const struct bkc_alloc *a, const u32 *dsum);
+
 static inline u64 sim_rand(u64 *st)
 {
 	u64 x = *st;

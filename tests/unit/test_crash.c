@@ -681,13 +681,9 @@ struct counts {
 static int count_cb(void *arg, const struct bkc_key *k)
 {
 	struct counts *n = arg;
-	u32 i;
 
 	n->live[bkc_key_bucket(k)] += k->len;
-	if (bkc_key_dirty(k))
-		for (i = 0; i < k->len; i++)
-			n->dsum[bkc_dsum_slot(n->a, bkc_pos_dev(k->pos),
-					      bkc_pos_lba(k->pos) + i)]++;
+	sim_dsum_count(n->a, k, n->dsum);
 	return 0;
 }
 
@@ -728,14 +724,7 @@ static u64 verify(struct world *w, struct bkc_core *c, struct sim *s,
 					c->alloc.b[i].live, n.live[i]);
 		}
 	/* the dirty summary, rebuilt at registration, matches the keys */
-	for (i = 0; i <= c->alloc.dsum_mask; i++)
-		if (n.dsum[i] != c->alloc.dsum[i] &&
-		    c->alloc.dsum[i] != BKC_DSUM_STUCK) {
-			if (v.bad++ < 5)
-				fprintf(stderr, "  dirty summary slot %llu: %u, sectors %u\n",
-					(unsigned long long)i,
-					c->alloc.dsum[i], n.dsum[i]);
-		}
+	v.bad += sim_dsum_diff(&c->alloc, n.dsum);
 	free(n.live);
 	free(n.dsum);
 	st->sectors += v.sectors;

@@ -87,13 +87,13 @@ int bkc_alloc_init(struct bkc_alloc *a, const struct bkc_geom *g,
 	a->freeing_cap = clamp_t(u64, nb / 64, 64, 65536);
 	a->freeing = bkc_kvzalloc(a->freeing_cap * sizeof(u64));
 	a->dev_dirty = bkc_kvzalloc(ndevs * sizeof(u64));
-	/* about a slot per granule of the cache, so they fill no faster */
+	/* a slot per granule of the cache or two, so they fill no faster */
 	slots = BKC_DSUM_MIN;
 	while (slots < BKC_DSUM_MAX &&
 	       slots < (nb * g->bucket_sectors) >> BKC_DSUM_SHIFT)
 		slots <<= 1;
 	a->dsum_mask = slots - 1;
-	a->dsum = bkc_kvzalloc(slots);
+	a->dsum = bkc_kvzalloc(slots * sizeof(*a->dsum));
 	if (!a->b || !a->free || !a->pend_bucket || !a->pend_seq ||
 	    !a->cand || !a->dev_dirty || !a->freeing || !a->dsum) {
 		bkc_alloc_exit(a);
@@ -290,7 +290,7 @@ void bkc_alloc_reset_counts(struct bkc_alloc *a)
 	a->live_sectors = 0;
 	a->dirty_sectors = 0;
 	memset(a->dev_dirty, 0, a->ndevs * sizeof(u64));
-	memset(a->dsum, 0, a->dsum_mask + 1);
+	memset(a->dsum, 0, (a->dsum_mask + 1) * sizeof(*a->dsum));
 }
 
 /* ---- free list ---- */

@@ -138,19 +138,18 @@ struct bkc_alloc {
 	 * dirty sectors in the granules hashed to it (bkc_alloc_account()
 	 * counts a key's sectors in and out as it counts them per bucket).
 	 * Zero says no dirty data there; more, maybe.  A slot that reaches
-	 * BKC_DSUM_STUCK stays there.
+	 * BKC_DSUM_STUCK (8191 full granules) stays there until a recount.
 	 */
-	u8			*dsum;
+	u16			*dsum;
 	u64			dsum_mask;
 
 	struct bkc_alloc_stats	stats;
 };
 
-#define BKC_GOLDEN64		0x9e3779b97f4a7c15ULL
 #define BKC_DSUM_SHIFT		3	/* a granule is 1 << 3 sectors */
 #define BKC_DSUM_MIN		(1ULL << 12)	/* slots */
-#define BKC_DSUM_MAX		(1ULL << 21)	/* 2 MiB */
-#define BKC_DSUM_STUCK		255
+#define BKC_DSUM_MAX		(1ULL << 20)	/* slots: 2 MiB */
+#define BKC_DSUM_STUCK		0xffff
 
 /* The summary slot of @lba's granule on device @dev. */
 static inline u64 bkc_dsum_slot(const struct bkc_alloc *a, u32 dev, u64 lba)
@@ -161,8 +160,8 @@ static inline u64 bkc_dsum_slot(const struct bkc_alloc *a, u32 dev, u64 lba)
 /*
  * May device @dev hold dirty data in the 4 KiB granule of @lba?  False:
  * no live dirty key touches it.  Without the set lock, a slot is one
- * byte, loaded whole, in an array that stays from init to exit: the
- * answer is one that was right a moment ago.
+ * aligned u16, loaded whole, in an array that stays from init to exit:
+ * the answer is one that was right a moment ago.
  */
 static inline bool bkc_alloc_maybe_dirty(const struct bkc_alloc *a, u32 dev,
 					 u64 lba)

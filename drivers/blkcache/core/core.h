@@ -367,8 +367,8 @@ static inline u64 bkc_core_dev_dirty_lockless(const struct bkc_core *c,
  * no live dirty key touches it (alloc.h).  For a write's in-place probe
  * (request.c), which a stale answer sends the usual way or makes look.
  */
-static inline bool bkc_core_maybe_dirty(const struct bkc_core *c, u32 dev,
-					u64 lba)
+static inline bool bkc_core_maybe_dirty_lockless(const struct bkc_core *c,
+						 u32 dev, u64 lba)
 {
 	return bkc_alloc_maybe_dirty(&c->alloc, dev, lba);
 }

@@ -11,6 +11,9 @@
 
 #include "bkc_port.h"
 
+/* 2^64 / phi: spreads consecutive integers over 64 bits (hashes, seeds) */
+#define BKC_GOLDEN64		0x9e3779b97f4a7c15ULL
+
 #define BKC_MAX_DEV		0xfffeU	/* 0xffff would let key ends wrap */
 #define BKC_LBA_MAX		BKC_POS_LBA_MASK
 
