@@ -194,18 +194,12 @@ wb_debug() {
 # its region is cached, and a seed of its own keeps it off the blocks an
 # earlier reader promoted), in the background as $fg, once it misses.
 miss_reader() {
-	local i m0
 	fio --output=/tmp/fio-fg.out --eta=never --name=fg --filename=/dev/cache0 \
 		--direct=1 --rw=randread --bs=4k --offset=$((1024 * MB)) --size=$((512 * MB)) \
 		--randseed="$1" --ioengine=psync --rate_iops=100 --time_based --runtime=60 &
 	fg=$!
 	on_exit "kill $fg 2>/dev/null || true"
-	m0=$(stat_get cache_misses)
-	for ((i = 0; i < 100; i++)); do
-		[ "$(stat_get cache_misses)" -gt $((m0 + 20)) ] && return 0
-		sleep 0.1
-	done
-	fail "the foreground reader makes no misses"
+	stat_grows cache_misses 20 "the foreground reader makes no misses"
 }
 echo 0 >"$BATTR/writeback_running"
 fio_region 176 32 17 --do_verify=0
@@ -324,12 +318,7 @@ on_exit "kill $hits 2>/dev/null || true"
 # the reader reads before writeback runs: its hits must not count as
 # foreground I/O on md0 (the module before took a read of dirty data for
 # one, and writeback rested at rate 0 all through)
-h0=$(stat_get cache_hits)
-for ((i = 0; i < 100; i++)); do
-	[ "$(stat_get cache_hits)" -gt $((h0 + 20)) ] && break
-	sleep 0.1
-done
-[ "$i" -lt 100 ] || fail "the reader of dirty data does not hit"
+stat_grows cache_hits 20 "the reader of dirty data does not hit"
 echo 1 >"$BATTR/writeback_running"
 nr=0
 rates=

@@ -56,6 +56,19 @@ stat_get() {
 	cat "$BATTR/stats_total/$1"
 }
 
+# stat_grows STAT N WHAT: waits (10 s at most) until the stats_total
+# counter STAT is more than N above what it reads now; fails with WHAT
+# if it does not get there.
+stat_grows() {
+	local base i
+	base=$(stat_get "$1")
+	for ((i = 0; i < 100; i++)); do
+		[ "$(stat_get "$1")" -gt $((base + $2)) ] && return 0
+		sleep 0.1
+	done
+	fail "$3"
+}
+
 state() {
 	cat "$BATTR/state"
 }
