@@ -75,6 +75,8 @@
 #define BKC_PROMOTE_MAX_BYTES	(512U << 10)
 #define BKC_RA_SECTORS		2048	/* read-around: 1 MiB, one bio */
 #define BKC_RA_HOLES		16	/* pieces of it promoted, at most */
+#define BKC_PROMO_EXTS		8	/* extents of the cache per piece */
+#define BKC_PROMO_BATCH		32	/* promotions filled together */
 #define BKC_SEQ_TIMEOUT		(2 * HZ)
 #define BKC_ACK_MAX		256	/* acked writes per set, keys not in */
 #define BKC_ACK_BATCH		32	/* the insert worker goes at once */
@@ -206,8 +208,13 @@ struct bkc_clone {
 	struct bio		bio;	/* must be last: bio_set front_pad */
 };
 
+/* The cache writes of a batch of promotions in flight. */
+struct bkc_promo_wait {
+	atomic_t		pending;
+	struct completion	done;
+};
+
 struct bkc_promo {
-	struct work_struct	work;
 	struct llist_node	ll;		/* on set->promo_ready */
 	struct work_struct	submit;		/* a read-around's read */
 	struct bio		*bio;
@@ -223,6 +230,13 @@ struct bkc_promo {
 	struct bkc_hole {
 		u32		off, len;
 	}			hole[BKC_RA_HOLES];
+	/* the hole being filled, in a batch (bkc_promo_batch()) */
+	u32			cur;
+	u32			next;		/* extents of it in ext[] */
+	int			err;		/* 1: a write came first */
+	int			werr;		/* of its cache writes */
+	struct bkc_promo_wait	*wait;
+	struct bkc_seg		ext[BKC_PROMO_EXTS];
 	u32			nr_pages;
 	struct page		*pages[];
 };
@@ -1007,13 +1021,27 @@ static void bkc_promo_free(struct bkc_promo *p)
 	kfree(p);
 }
 
-/* Write @len sectors of @p's pages, from sector @from of it, to @sector. */
-static int bkc_promo_write(struct bkc_promo *p, u32 from, u32 len,
-			   sector_t sector)
+static void bkc_promo_endio(struct bio *bio)
+{
+	struct bkc_promo *p = bio->bi_private;
+	struct bkc_promo_wait *w = p->wait;
+
+	if (bio->bi_status)
+		WRITE_ONCE(p->werr, blk_status_to_errno(bio->bi_status));
+	bio_put(bio);
+	if (atomic_dec_and_test(&w->pending))
+		complete(&w->done);
+}
+
+/*
+ * Send @len sectors of @p's pages, from sector @from of it, to @sector;
+ * each bio is submitted before the next is allocated (bio_alloc()'s pool).
+ */
+static void bkc_promo_write(struct bkc_promo *p, u32 from, u32 len,
+			    sector_t sector)
 {
 	u32 byte = from << SECTOR_SHIFT, left = len << SECTOR_SHIFT;
 	struct bio *bio;
-	int r;
 
 	bio = bio_alloc(p->set->dev.bdev,
 			min_t(u32, BIO_MAX_VECS,
@@ -1021,6 +1049,8 @@ static int bkc_promo_write(struct bkc_promo *p, u32 from, u32 len,
 					   PAGE_SIZE)),
 			REQ_OP_WRITE, GFP_NOIO);
 	bio->bi_iter.bi_sector = sector;
+	bio->bi_private = p;
+	bio->bi_end_io = bkc_promo_endio;
 	this_cpu_add(*p->set->data_written, left);
 	while (left) {
 		u32 in = byte & (PAGE_SIZE - 1);
@@ -1030,107 +1060,154 @@ static int bkc_promo_write(struct bkc_promo *p, u32 from, u32 len,
 		byte += n;
 		left -= n;
 	}
-	r = submit_bio_wait(bio);
-	bio_put(bio);
-	if (r)
-		bkc_set_io_error(p->set, r, "promotion write");
-	return r;
+	atomic_inc(&p->wait->pending);
+	submit_bio_noacct(bio);
+}
+
+/* Space in the cache for hole p->cur of @p, under set->lock. */
+static void bkc_promo_alloc_hole(struct bkc_promo *p)
+{
+	struct bkc_hole *h = &p->hole[p->cur];
+	u32 done = 0;
+	int r = 0;
+
+	p->next = 0;
+	while (done < h->len && p->next < BKC_PROMO_EXTS) {
+		struct bkc_seg *e = &p->ext[p->next];
+
+		r = bkc_core_alloc_data(p->set->core, BKC_WP_CLEAN,
+					h->len - done, &e->bucket, &e->off,
+					&e->len, &e->gen);
+		if (r)
+			break;
+		e->lba = p->lba + h->off + done;
+		done += e->len;
+		p->next++;
+	}
+	if (done < h->len)
+		p->err = r ?: -ENOSPC;
 }
 
 /*
- * Copy sectors [@off, @off + @len) of @p into the cache and insert them.
- * 0 when done, 1 when a write to @p's range came first (nothing more of
- * it may be inserted), or -errno.
+ * Insert @p's extents, unless a write to its range came first (its data
+ * wins: p->err = 1); under set->lock, which it drops to pin a leaf that
+ * is not in memory.  True if a record was added.
  */
-static int bkc_promo_fill(struct bkc_promo *p, u32 off, u32 len)
+static bool bkc_promo_insert(struct bkc_promo *p, struct bkc_pins *pins)
 {
 	struct bkc_set *set = p->set;
-	struct bkc_core *c = set->core;
-	struct bkc_pins pins = {};
-	struct bkc_seg ext[8];
-	u32 n = 0, done = 0, i, tries = 0;
-	u64 seq, lba = p->lba + off;
+	u32 dev = p->b->dev_id, i = 0, tries = 0;
 	struct bkc_key k;
+	u64 seq;
 	int r = 0;
 
-	/* space for the copy, in as many extents as the allocator gives */
-	while (done < len && n < ARRAY_SIZE(ext)) {
-		bkc_set_lock(set);
-		r = bkc_core_alloc_data(c, BKC_WP_CLEAN, len - done,
-					&ext[n].bucket, &ext[n].off,
-					&ext[n].len, &ext[n].gen);
-		bkc_set_unlock(set);
-		if (r)
-			break;
-		ext[n].lba = lba + done;
-		done += ext[n++].len;
-	}
-	if (done < len)
-		r = -ENOSPC;
-	for (i = 0; i < n && !r; i++)
-		r = bkc_promo_write(p, (u32)(ext[i].lba - p->lba), ext[i].len,
-				    bkc_bucket_sector(set, ext[i].bucket,
-						      ext[i].off));
+	while (i < p->next) {
+		struct bkc_seg *e = &p->ext[i];
 
-	/* the leaves first: no node is read with the lock held for writing */
-	if (!r)
-		r = bkc_pins_get(set, &pins, bkc_pos(p->b->dev_id, lba),
-				 bkc_pos(p->b->dev_id, lba + len));
-	bkc_set_lock(set);
-	i = 0;
-	while (!r && i < n &&
-	       !bkc_epoch_dirtied(set, p->b->dev_id, p->lba, p->len,
-				  p->epoch)) {
-		bkc_key_init(&k, p->b->dev_id, ext[i].lba, ext[i].len,
-			     ext[i].bucket, ext[i].off, ext[i].gen, false);
-		r = bkc_core_insert(c, &k, &seq);
+		if (bkc_epoch_dirtied(set, dev, p->lba, p->len, p->epoch)) {
+			r = 1;
+			break;
+		}
+		bkc_key_init(&k, dev, e->lba, e->len, e->bucket, e->off,
+			     e->gen, false);
+		r = bkc_core_insert(set->core, &k, &seq);
 		if (r == -EDEADLK && tries++ < 8) {
+			/* the leaf first: no node is read under the write lock */
 			bkc_set_unlock(set);
-			bkc_pins_put(set, &pins);
-			r = bkc_pins_get(set, &pins,
-					 bkc_pos(p->b->dev_id, ext[i].lba),
-					 bkc_pos(p->b->dev_id,
-						 ext[i].lba + ext[i].len));
+			bkc_pins_put(set, pins);
+			r = bkc_pins_get(set, pins, bkc_pos(dev, e->lba),
+					 bkc_pos(dev, e->lba + e->len));
 			bkc_set_lock(set);
+			if (r)
+				break;
 			continue;
 		}
-		if (!r)
-			i++;
+		if (r)
+			break;
+		i++;
 	}
-	if (i)
-		bkc_meta_note_record(set);
-	/* a write to the range came first: its data wins */
-	if (!r && i < n)
-		r = 1;
-	for (i = 0; i < n; i++)
-		bkc_core_data_put(c, ext[i].bucket);
-	bkc_set_unlock(set);
-	bkc_pins_put(set, &pins);
-	return r;
+	p->err = r;
+	return i > 0;
 }
 
-static void bkc_promo_work(struct work_struct *work)
+/*
+ * Copy into the cache, and insert, the current hole of each of @n
+ * promotions (@ps): the space for all under one hold of set->lock, their
+ * writes in flight together, their keys in under one more.  Each pays no
+ * worker, no lock round trip and no wait of its own.
+ */
+static void bkc_promo_batch(struct bkc_set *set, struct bkc_promo **ps, u32 n)
 {
-	struct bkc_promo *p = container_of(work, struct bkc_promo, work);
-	struct bkc_set *set = p->set;
-	int r = 0;
-	u32 h;
+	struct bkc_promo_wait w;
+	struct bkc_pins pins = {};
+	struct blk_plug plug;
+	bool noted = false;
+	u32 i, j;
 
-	if (bkc_set_failed(set)) {
-		bkc_promo_free(p);
-		return;
+	atomic_set(&w.pending, 1);
+	init_completion(&w.done);
+	bkc_set_lock(set);
+	for (i = 0; i < n; i++) {
+		ps[i]->wait = &w;
+		ps[i]->err = 0;
+		ps[i]->werr = 0;
+		bkc_promo_alloc_hole(ps[i]);
 	}
-	for (h = 0; h < p->nholes && !r; h++)
-		r = bkc_promo_fill(p, p->hole[h].off, p->hole[h].len);
-	if (!r) {
-		enum bkc_stat st = p->readaround ? BKC_STAT_READAROUNDS :
-			BKC_STAT_PROMOTIONS;
+	bkc_set_unlock(set);
 
+	blk_start_plug(&plug);
+	for (i = 0; i < n; i++) {
+		struct bkc_promo *p = ps[i];
+
+		for (j = 0; j < p->next && !p->err; j++)
+			bkc_promo_write(p, (u32)(p->ext[j].lba - p->lba),
+					p->ext[j].len,
+					bkc_bucket_sector(set, p->ext[j].bucket,
+							  p->ext[j].off));
+	}
+	blk_finish_plug(&plug);
+	if (!atomic_dec_and_test(&w.pending))
+		wait_for_completion_io(&w.done);
+	for (i = 0; i < n; i++) {
+		if (ps[i]->werr) {
+			ps[i]->err = ps[i]->werr;
+			bkc_set_io_error(set, ps[i]->werr, "promotion write");
+		}
+	}
+
+	bkc_set_lock(set);
+	for (i = 0; i < n; i++) {
+		struct bkc_promo *p = ps[i];
+
+		if (!p->err)
+			noted |= bkc_promo_insert(p, &pins);
+		for (j = 0; j < p->next; j++)
+			bkc_core_data_put(set->core, p->ext[j].bucket);
+		p->next = 0;
+		/* waiting I/O goes in between promotions */
+		if (rwsem_is_contended(&set->lock)) {
+			bkc_set_unlock(set);
+			bkc_set_lock(set);
+		}
+	}
+	if (noted)
+		bkc_meta_note_record(set);
+	bkc_set_unlock(set);
+	bkc_pins_put(set, &pins);
+}
+
+/* @p is done, filled or not: count it and free it. */
+static void bkc_promo_end(struct bkc_promo *p)
+{
+	enum bkc_stat st = BKC_STAT_NR;
+
+	if (!p->err)
+		st = p->readaround ? BKC_STAT_READAROUNDS : BKC_STAT_PROMOTIONS;
+	else if (p->err == 1)
+		st = BKC_STAT_MISS_COLLISIONS;
+	if (st != BKC_STAT_NR) {
 		bkc_stat_add(&p->b->st, st, 1);
-		bkc_stat_add(&set->st, st, 1);
-	} else if (r == 1) {
-		bkc_stat_add(&p->b->st, BKC_STAT_MISS_COLLISIONS, 1);
-		bkc_stat_add(&set->st, BKC_STAT_MISS_COLLISIONS, 1);
+		bkc_stat_add(&p->set->st, st, 1);
 	}
 	bkc_promo_free(p);
 }
@@ -1140,8 +1217,8 @@ static void bkc_promo_work(struct work_struct *work)
  * workqueue, a jiffy from now.  This runs where a read completes: waking
  * the high-priority worker here would put it on the CPU the reader is
  * about to be woken on, and move the reader to another one (a cross-CPU
- * wakeup).  The timer runs bkc_promo_kick(), which queues every promotion
- * gathered meanwhile, each still as a work item of its own.
+ * wakeup).  The timer runs bkc_promo_kick(), which fills every promotion
+ * gathered meanwhile, in batches (bkc_promo_batch()).
  */
 static void bkc_promo_queue_list(struct bkc_set *set, struct llist_node *first,
 				 struct llist_node *last)
@@ -1155,11 +1232,35 @@ void bkc_promo_kick(struct work_struct *work)
 	struct bkc_set *set = container_of(to_delayed_work(work),
 					   struct bkc_set, promo_kick);
 	struct llist_node *list = llist_del_all(&set->promo_ready);
-	struct bkc_promo *p, *tmp;
+	struct bkc_promo *ps[BKC_PROMO_BATCH], *p;
+	u32 n = 0, i, k;
 
-	llist_for_each_entry_safe(p, tmp, list, ll) {
-		INIT_WORK(&p->work, bkc_promo_work);
-		queue_work(set->wq, &p->work);
+	/*
+	 * Batches of up to BKC_PROMO_BATCH, a hole of each at a time: a
+	 * promotion with holes left takes its place in the next batch.
+	 */
+	while (list || n) {
+		while (list && n < BKC_PROMO_BATCH) {
+			p = llist_entry(list, struct bkc_promo, ll);
+			list = list->next;
+			p->cur = 0;
+			ps[n++] = p;
+		}
+		if (bkc_set_failed(set)) {
+			for (i = 0; i < n; i++)
+				bkc_promo_free(ps[i]);
+			n = 0;
+			continue;
+		}
+		bkc_promo_batch(set, ps, n);
+		for (i = 0, k = 0; i < n; i++) {
+			p = ps[i];
+			if (!p->err && ++p->cur < p->nholes)
+				ps[k++] = p;
+			else
+				bkc_promo_end(p);
+		}
+		n = k;
 	}
 }
 
