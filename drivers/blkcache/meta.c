@@ -984,8 +984,9 @@ void bkc_meta_close(struct bkc_set *set)
 	if (!set->core)
 		return;
 	/*
-	 * Promotions waiting for their kick go to @wq first; bflush and
-	 * other items may queue inserts, and inserts nothing.
+	 * Promotions waiting for their kick are filled first (the kick
+	 * waits for their cache writes); bflush and other items of @wq may
+	 * queue inserts, and inserts nothing.
 	 */
 	flush_delayed_work(&set->promo_kick);
 	if (set->wq)

@@ -1047,7 +1047,7 @@ static void bkc_promo_write(struct bkc_promo *p, u32 from, u32 len,
 			min_t(u32, BIO_MAX_VECS,
 			      DIV_ROUND_UP(left + (byte & (PAGE_SIZE - 1)),
 					   PAGE_SIZE)),
-			REQ_OP_WRITE, GFP_NOIO);
+			REQ_OP_WRITE | REQ_SYNC, GFP_NOIO);
 	bio->bi_iter.bi_sector = sector;
 	bio->bi_private = p;
 	bio->bi_end_io = bkc_promo_endio;
@@ -1061,7 +1061,7 @@ static void bkc_promo_write(struct bkc_promo *p, u32 from, u32 len,
 		left -= n;
 	}
 	atomic_inc(&p->wait->pending);
-	submit_bio_noacct(bio);
+	submit_bio(bio);
 }
 
 /* Space in the cache for hole p->cur of @p, under set->lock. */
@@ -1125,6 +1125,7 @@ static bool bkc_promo_insert(struct bkc_promo *p, struct bkc_pins *pins)
 		if (r)
 			break;
 		i++;
+		tries = 0;	/* they count per extent */
 	}
 	p->err = r;
 	return i > 0;
@@ -1141,7 +1142,6 @@ static void bkc_promo_batch(struct bkc_set *set, struct bkc_promo **ps, u32 n)
 	struct bkc_promo_wait w;
 	struct bkc_pins pins = {};
 	struct blk_plug plug;
-	bool noted = false;
 	u32 i, j;
 
 	atomic_set(&w.pending, 1);
@@ -1174,13 +1174,17 @@ static void bkc_promo_batch(struct bkc_set *set, struct bkc_promo **ps, u32 n)
 			bkc_set_io_error(set, ps[i]->werr, "promotion write");
 		}
 	}
+	/* a set that failed meanwhile takes no more keys */
+	if (bkc_set_failed(set))
+		for (i = 0; i < n; i++)
+			ps[i]->err = ps[i]->err ?: -EIO;
 
 	bkc_set_lock(set);
 	for (i = 0; i < n; i++) {
 		struct bkc_promo *p = ps[i];
 
-		if (!p->err)
-			noted |= bkc_promo_insert(p, &pins);
+		if (!p->err && bkc_promo_insert(p, &pins))
+			bkc_meta_note_record(set);
 		for (j = 0; j < p->next; j++)
 			bkc_core_data_put(set->core, p->ext[j].bucket);
 		p->next = 0;
@@ -1190,8 +1194,6 @@ static void bkc_promo_batch(struct bkc_set *set, struct bkc_promo **ps, u32 n)
 			bkc_set_lock(set);
 		}
 	}
-	if (noted)
-		bkc_meta_note_record(set);
 	bkc_set_unlock(set);
 	bkc_pins_put(set, &pins);
 }
@@ -1231,15 +1233,23 @@ void bkc_promo_kick(struct work_struct *work)
 {
 	struct bkc_set *set = container_of(to_delayed_work(work),
 					   struct bkc_set, promo_kick);
-	struct llist_node *list = llist_del_all(&set->promo_ready);
 	struct bkc_promo *ps[BKC_PROMO_BATCH], *p;
+	struct llist_node *list = NULL;
 	u32 n = 0, i, k;
 
 	/*
 	 * Batches of up to BKC_PROMO_BATCH, a hole of each at a time: a
-	 * promotion with holes left takes its place in the next batch.
+	 * promotion with holes left takes its place in the next batch, and
+	 * those that came meanwhile fill the rest (in the order they came),
+	 * so that none waits behind a long read-around.
 	 */
-	while (list || n) {
+	for (;;) {
+		if (!list) {
+			list = llist_del_all(&set->promo_ready);
+			list = llist_reverse_order(list);
+		}
+		if (!list && !n)
+			break;
 		while (list && n < BKC_PROMO_BATCH) {
 			p = llist_entry(list, struct bkc_promo, ll);
 			list = list->next;
