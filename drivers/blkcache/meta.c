@@ -986,7 +986,7 @@ void bkc_meta_close(struct bkc_set *set)
 	/*
 	 * Promotions waiting for their kick are filled first (the kick
 	 * waits for their cache writes); bflush and other items of @wq may
-	 * queue inserts, and inserts nothing.
+	 * queue inserts, and the insert worker queues nothing on @wq.
 	 */
 	flush_delayed_work(&set->promo_kick);
 	if (set->wq)

@@ -233,7 +233,7 @@ struct bkc_promo {
 	/* the hole being filled, in a batch (bkc_promo_batch()) */
 	u32			cur;
 	u32			next;		/* extents of it in ext[] */
-	int			err;		/* 1: a write came first */
+	int			err;		/* 1: a write came first, or -errno */
 	int			werr;		/* of its cache writes */
 	struct bkc_promo_wait	*wait;
 	struct bkc_seg		ext[BKC_PROMO_EXTS];
@@ -1112,7 +1112,7 @@ static bool bkc_promo_insert(struct bkc_promo *p, struct bkc_pins *pins)
 			     e->gen, false);
 		r = bkc_core_insert(set->core, &k, &seq);
 		if (r == -EDEADLK && tries++ < 8) {
-			/* the leaf first: no node is read under the write lock */
+			/* pin the leaf: no node read under the write lock */
 			bkc_set_unlock(set);
 			bkc_pins_put(set, pins);
 			r = bkc_pins_get(set, pins, bkc_pos(dev, e->lba),
@@ -1175,9 +1175,10 @@ static void bkc_promo_batch(struct bkc_set *set, struct bkc_promo **ps, u32 n)
 		}
 	}
 	/* a set that failed meanwhile takes no more keys */
-	if (bkc_set_failed(set))
+	if (bkc_set_failed(set)) {
 		for (i = 0; i < n; i++)
 			ps[i]->err = ps[i]->err ?: -EIO;
+	}
 
 	bkc_set_lock(set);
 	for (i = 0; i < n; i++) {
@@ -1271,6 +1272,8 @@ void bkc_promo_kick(struct work_struct *work)
 				bkc_promo_end(p);
 		}
 		n = k;
+		/* a round may have slept on no I/O at all */
+		cond_resched();
 	}
 }
 
